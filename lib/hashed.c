@@ -1,0 +1,109 @@
+/*
+ * The single-level hashed wheel with round counting (Netty's
+ * HashedWheelTimer), kept as a compatibility mode and as the baseline the
+ * hierarchical wheel is measured against.
+ *
+ *   slots:   ticks per wheel rounded up to a power of two (default 512),
+ *            so that bucket = tick & mask;
+ *   insert:  with `next` the tick the wheel will process next (cur + 1),
+ *            rounds = (due - next) / slots, bucket = max(due, next) & mask
+ *            (due > cur always holds here, so max(due, next) == due);
+ *   tick:    cur advances one tick at a time, even across empty time, and
+ *            the whole bucket cur & mask is walked: a timer with no rounds
+ *            left is due, every other one loses a round.
+ *
+ * A timer waits in one bucket for (due - next) / slots revolutions and is
+ * visited once per revolution, so a delay of D ticks costs D / slots visits
+ * and advancing costs one bucket walk per tick: the design's known costs,
+ * which the benchmarks show. Netty computes `calculated = deadline / tick`
+ * and processes tick t at time (t + 1) * tick; using the ceiling here fires
+ * at the same boundary except for deadlines exactly on one, which fire on
+ * it instead of a tick later (the guarantee in timewheel.h).
+ *
+ * Invariant: a timer with due tick e in bucket b satisfies e > cur,
+ * b == e & mask, and fires after `aux` more visits: v + aux * slots == e,
+ * where v is the first tick after cur that lands on b.
+ */
+#include <errno.h>
+
+#include "list.h"
+#include "wheel.h"
+
+int tw__hashed_layout(struct tw_wheel *w, const struct tw_config *cfg)
+{
+    uint64_t want, slots = 1;
+
+    if (cfg->levels != 1)
+        return -EINVAL;
+    want = cfg->slots[0];
+    if (want == 0 || want > TW_MAX_HASHED_SLOTS)
+        return -EINVAL;
+    while (slots < want) {
+        slots <<= 1;
+        w->shift++;
+    }
+    /* Netty refuses a wheel whose tick x slots overflows signed 64-bit ns. */
+    if (cfg->tick_ns > (uint64_t)INT64_MAX / slots)
+        return -EINVAL;
+    w->mask = slots - 1;
+    w->nslots = (size_t)slots;
+    return 0;
+}
+
+void tw__hashed_insert(struct tw_wheel *w, struct tw_timer *t, uint64_t due)
+{
+    uint64_t next = w->cur + 1;
+
+    t->aux = (due - next) >> w->shift;
+    list_push_back(&w->slots[due & w->mask], &t->link);
+}
+
+bool tw__hashed_collect(struct tw_wheel *w, uint64_t target)
+{
+    struct tw_link *head, *n;
+
+    if (w->cur >= target)
+        return false;
+    w->cur++;
+    head = &w->slots[w->cur & w->mask];
+    for (n = head->next; n != head;) {
+        struct tw_timer *t = list_timer(n);
+
+        n = n->next;
+        if (t->aux == 0) {
+            list_unlink(&t->link);
+            t->aux = w->cur;
+            list_push_back(&w->expired, &t->link);
+        } else {
+            t->aux--;
+        }
+    }
+    return true;
+}
+
+int tw__hashed_check(const struct tw_wheel *w, char *why, size_t len)
+{
+    uint64_t slots = w->mask + 1, next = w->cur + 1;
+
+    for (uint64_t b = 0; b < slots; b++) {
+        const struct tw_link *head = &w->slots[b];
+        uint64_t visit = next + ((b - next) & w->mask);
+
+        for (const struct tw_link *n = head->next; n != head; n = n->next) {
+            const struct tw_timer *t = list_timer((struct tw_link *)n);
+            uint64_t e = tw__due_tick(w, t->deadline);
+
+            if (e <= w->cur || (e & w->mask) != b)
+                return tw__fail(why, len, "bucket %llu: due tick %llu, cur "
+                                "%llu", (unsigned long long)b,
+                                (unsigned long long)e,
+                                (unsigned long long)w->cur);
+            if (e < visit || ((e - visit) >> w->shift) != t->aux)
+                return tw__fail(why, len, "bucket %llu: due tick %llu with "
+                                "%llu rounds", (unsigned long long)b,
+                                (unsigned long long)e,
+                                (unsigned long long)t->aux);
+        }
+    }
+    return 0;
+}

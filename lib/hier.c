@@ -1,0 +1,328 @@
+/*
+ * The hierarchical timing wheel (Kafka's TimingWheel, with bitmaps).
+ *
+ * Ticks are numbers written in a mixed radix: level k has n_k slots, each
+ * width_k = n_0 * ... * n_{k-1} ticks wide, so a tick's digit at level k is
+ * (tick / width_k) % n_k. With the default clock layout and a 1 ms tick:
+ *
+ *   level  slots  slot width   one revolution   holds timers due within
+ *   0      1000   1 ms         1 s              the current second
+ *   1      60     1 s          1 min            the current minute
+ *   2      60     1 min        1 h              the current hour
+ *   3      24     1 h          1 day            the current day
+ *   4      64     1 day        64 days          ...
+ *   5      64     64 days      ~11.2 years
+ *   6      64     ~11.2 years  ~718 years
+ *   7      64     ~718 years   ~45,900 years    (covers UINT64_MAX ns)
+ *
+ * Levels past the configured ones have 64 slots and are added at creation
+ * until the top level covers max_tick; they cost a few KB and are never
+ * searched while empty.
+ *
+ * Invariant: a pending timer with due tick e > cur sits at the level of the
+ * most significant digit in which e differs from cur, in the slot named by
+ * e's digit there. So every digit above that level is shared with cur, and
+ * e's digit there is greater than cur's (pos). Each level keeps the range of
+ * ticks sharing its higher digits with cur, [base, last]: e belongs to the
+ * lowest level whose last >= e.
+ *
+ * Consequences:
+ *  - the lowest non-empty level always holds the next piece of work: its
+ *    first occupied slot after pos, found with two ctz in its bitmap;
+ *  - when cur reaches the start of a slot at level k > 0, every timer in it
+ *    shares every digit from k up with cur, so re-inserting it puts it at a
+ *    lower level (a demotion) or, when e == cur, on the expired list; a timer
+ *    moves at most once per level and fires at its exact tick;
+ *  - slots never wrap: no round counting at any level;
+ *  - crossing empty time costs one bitmap search per occupied slot passed.
+ */
+#include <errno.h>
+
+#include "alloc.h"
+#include "list.h"
+#include "wheel.h"
+
+/* a * b, or UINT64_MAX if that overflows. */
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/* Append one level of n slots; width is the product of the slot counts
+ * below it. Returns -EINVAL when its slots would be wider than 64-bit ns. */
+static int add_level(struct tw_wheel *w, uint32_t n, uint64_t width,
+                     uint64_t tick_ns)
+{
+    struct tw__level *lv;
+
+    if (n < 2 || n > TW_MAX_LEVEL_SLOTS || w->nlevels == TW__LEVELS_MAX)
+        return -EINVAL;
+    if (width == UINT64_MAX || mul_sat(width, tick_ns) == UINT64_MAX)
+        return -EINVAL;
+    lv = &w->levels[w->nlevels++];
+    lv->nslots = n;
+    lv->width = width;
+    lv->span = mul_sat(width, n);
+    lv->base = 0;
+    lv->last = lv->span == UINT64_MAX ? UINT64_MAX : lv->span - 1;
+    lv->first = (uint32_t)w->nslots;
+    w->nslots += n;
+    w->nwords += (n + 63) / 64;
+    return 0;
+}
+
+/* Give each level its share of one array of bitmap words. */
+static int alloc_bitmaps(struct tw_wheel *w)
+{
+    uint64_t *word;
+
+    w->words = tw__zalloc(w->nwords * sizeof(*w->words));
+    if (!w->words)
+        return -ENOMEM;
+    word = w->words;
+    for (unsigned k = 0; k < w->nlevels; k++) {
+        w->levels[k].bits.words = word;
+        word += (w->levels[k].nslots + 63) / 64;
+    }
+    return 0;
+}
+
+int tw__hier_layout(struct tw_wheel *w, const struct tw_config *cfg)
+{
+    uint64_t width = 1;
+
+    for (unsigned k = 0; k < cfg->levels; k++) {
+        int rc = add_level(w, cfg->slots[k], width, cfg->tick_ns);
+
+        if (rc)
+            return rc;
+        width = w->levels[k].span;
+    }
+    /* Coarser levels until the top one covers every due tick. */
+    while (w->levels[w->nlevels - 1].last < w->max_tick) {
+        int rc = add_level(w, TW__EXTRA_LEVEL_SLOTS, width, 1);
+
+        if (rc)
+            return rc;
+        width = w->levels[w->nlevels - 1].span;
+    }
+    return alloc_bitmaps(w);
+}
+
+/* Level k's revolution and digit for tick, when tick lies in no revolution
+ * it had. */
+static void level_seek(struct tw__level *lv, uint64_t tick)
+{
+    if (lv->span != UINT64_MAX) {
+        lv->base = tick - tick % lv->span;
+        lv->last = lv->base + (lv->span - 1);
+    }
+    lv->pos = (uint32_t)((tick - lv->base) / lv->width);
+}
+
+/* Move cur to target with no work in between: levels whose revolution
+ * still contains target only change their digit, and the levels above the
+ * first such level do not change at all. */
+static void jump(struct tw_wheel *w, uint64_t target)
+{
+    if (target == w->cur)
+        return;
+    w->cur = target;
+    for (unsigned k = 0; k < w->nlevels; k++) {
+        struct tw__level *lv = &w->levels[k];
+
+        if (target <= lv->last) {
+            lv->pos = (uint32_t)((target - lv->base) / lv->width);
+            return;
+        }
+        level_seek(lv, target);
+    }
+}
+
+/* Move cur to the start of slot s of level k: every lower digit becomes 0,
+ * so each lower level starts a new revolution at cur. */
+static void move_to(struct tw_wheel *w, unsigned k, uint32_t s, uint64_t tick)
+{
+    w->cur = tick;
+    w->levels[k].pos = s;
+    for (unsigned j = 0; j < k; j++) {
+        struct tw__level *lv = &w->levels[j];
+
+        lv->base = tick;
+        lv->last = tick + (lv->span - 1);
+        lv->pos = 0;
+    }
+}
+
+void tw__hier_insert(struct tw_wheel *w, struct tw_timer *t, uint64_t due)
+{
+    unsigned k = 0;
+    struct tw__level *lv = w->levels;
+    uint32_t s;
+
+    while (due > lv->last)
+        lv++, k++;
+    s = (uint32_t)(k ? (due - lv->base) / lv->width : due - lv->base);
+    t->aux = due;
+    list_push_back(&w->slots[lv->first + s], &t->link);
+    bitmap_set(&lv->bits, s);
+    w->occupied |= UINT64_C(1) << k;
+}
+
+void tw__hier_emptied(struct tw_wheel *w, struct tw_link *head)
+{
+    size_t idx = (size_t)((uintptr_t)head - (uintptr_t)w->slots) /
+                 sizeof(*w->slots);
+    unsigned k = 0;
+
+    /* The expired and deferred lists live outside the slot array. */
+    if ((uintptr_t)head < (uintptr_t)w->slots || idx >= w->nslots)
+        return;
+    while (idx >= w->levels[k].first + w->levels[k].nslots)
+        k++;
+    bitmap_clear(&w->levels[k].bits, (uint32_t)(idx - w->levels[k].first));
+    if (!w->levels[k].bits.summary)
+        w->occupied &= ~(UINT64_C(1) << k);
+}
+
+/* The lowest non-empty level and its next occupied slot; false if empty. */
+static bool next_slot(const struct tw_wheel *w, unsigned *level, uint32_t *slot)
+{
+    const struct tw__level *lv;
+
+    if (!w->occupied)
+        return false;
+    *level = (unsigned)__builtin_ctzll(w->occupied);
+    lv = &w->levels[*level];
+    *slot = bitmap_next(&lv->bits, lv->pos + 1);
+    return true;
+}
+
+uint64_t tw__hier_next_tick(const struct tw_wheel *w)
+{
+    unsigned k;
+    uint32_t s;
+
+    if (!next_slot(w, &k, &s))
+        return UINT64_MAX;
+    return w->levels[k].base + s * w->levels[k].width;
+}
+
+/* Empty slot s of level k, whose start cur has just reached: due timers go
+ * to the expired list, the others one level down or more. */
+static void flush_slot(struct tw_wheel *w, unsigned k, uint32_t s)
+{
+    struct tw__level *lv = &w->levels[k];
+    struct tw_link *head = &w->slots[lv->first + s];
+    struct tw_link batch;
+
+    bitmap_clear(&lv->bits, s);
+    if (!lv->bits.summary)
+        w->occupied &= ~(UINT64_C(1) << k);
+    if (k == 0) {
+        list_splice_back(&w->expired, head);
+        return;
+    }
+    list_init(&batch);
+    list_splice_back(&batch, head);
+    while (!list_empty(&batch)) {
+        struct tw_timer *t = list_timer(batch.next);
+
+        list_unlink(&t->link);
+        if (t->aux == w->cur)
+            list_push_back(&w->expired, &t->link);
+        else
+            tw__hier_insert(w, t, t->aux);
+    }
+}
+
+bool tw__hier_collect(struct tw_wheel *w, uint64_t target)
+{
+    unsigned k;
+    uint32_t s;
+    uint64_t tick;
+
+    if (!next_slot(w, &k, &s)) {
+        jump(w, target);
+        return false;
+    }
+    tick = w->levels[k].base + s * w->levels[k].width;
+    if (tick > target) {
+        jump(w, target);
+        return false;
+    }
+    move_to(w, k, s, tick);
+    flush_slot(w, k, s);
+    return true;
+}
+
+/* Check one slot's timers and its occupancy bit. */
+static int check_slot(const struct tw_wheel *w, unsigned k, uint32_t s,
+                      char *why, size_t len)
+{
+    const struct tw__level *lv = &w->levels[k];
+    const struct tw_link *head = &w->slots[lv->first + s];
+    bool bit = bitmap_test(&lv->bits, s);
+
+    if (bit == list_empty(head))
+        return tw__fail(why, len, "level %u slot %u: bit %d, list %s", k, s,
+                        bit, bit ? "empty" : "not empty");
+    for (const struct tw_link *n = head->next; n != head; n = n->next) {
+        const struct tw_timer *t = list_timer((struct tw_link *)n);
+        uint64_t e = t->aux;
+
+        if (e != tw__due_tick(w, t->deadline) || e <= w->cur)
+            return tw__fail(why, len, "level %u slot %u: due tick %llu, "
+                            "cur %llu", k, s, (unsigned long long)e,
+                            (unsigned long long)w->cur);
+        if (e < lv->base || e > lv->last || (k && e <= w->levels[k - 1].last))
+            return tw__fail(why, len, "level %u: due tick %llu outside "
+                            "its range", k, (unsigned long long)e);
+        if ((e - lv->base) / lv->width != s || s <= lv->pos)
+            return tw__fail(why, len, "level %u: due tick %llu in slot %u",
+                            k, (unsigned long long)e, s);
+    }
+    return 0;
+}
+
+/* Check a level's revolution against cur, and its bitmap summary. */
+static int check_level(const struct tw_wheel *w, unsigned k, char *why,
+                       size_t len)
+{
+    const struct tw__level *lv = &w->levels[k];
+    unsigned nwords = (lv->nslots + 63) / 64;
+    bool any = false;
+
+    if (w->cur < lv->base || w->cur > lv->last ||
+        (w->cur - lv->base) / lv->width != lv->pos ||
+        (lv->span != UINT64_MAX && lv->base % lv->span != 0))
+        return tw__fail(why, len, "level %u: revolution does not hold cur",
+                        k);
+    for (unsigned i = 0; i < nwords; i++) {
+        if (((lv->bits.summary >> i) & 1) != (lv->bits.words[i] != 0))
+            return tw__fail(why, len, "level %u: summary bit %u wrong", k, i);
+        any |= lv->bits.words[i] != 0;
+    }
+    if (any != (((w->occupied >> k) & 1) != 0))
+        return tw__fail(why, len, "level %u: occupied bit wrong", k);
+    for (uint32_t s = 0; s < lv->nslots; s++) {
+        int rc = check_slot(w, k, s, why, len);
+
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int tw__hier_check(const struct tw_wheel *w, char *why, size_t len)
+{
+    if (w->levels[w->nlevels - 1].last < w->max_tick)
+        return tw__fail(why, len, "top level does not cover max tick");
+    for (unsigned k = 0; k < w->nlevels; k++) {
+        int rc = check_level(w, k, why, len);
+
+        if (rc)
+            return rc;
+    }
+    return 0;
+}

@@ -1,0 +1,72 @@
+/*
+ * Intrusive circular doubly linked lists of timers.
+ *
+ * A list head is a bare struct tw_link pointing at itself when empty. A timer
+ * is pending exactly while its link.next is not NULL. Because every list is
+ * circular with a head, unlinking a node leaves prev == next exactly when the
+ * list became empty, and then both point at the head: the wheel uses that to
+ * clear occupancy bits in O(1) without storing a slot number in the timer.
+ */
+#ifndef TW_LIST_H
+#define TW_LIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "timewheel.h"
+
+static inline void list_init(struct tw_link *head)
+{
+    head->next = head;
+    head->prev = head;
+}
+
+static inline bool list_empty(const struct tw_link *head)
+{
+    return head->next == head;
+}
+
+static inline struct tw_timer *list_timer(struct tw_link *link)
+{
+    /* link is the first member of struct tw_timer. */
+    return (struct tw_timer *)(void *)((char *)link -
+                                       offsetof(struct tw_timer, link));
+}
+
+static inline void list_push_back(struct tw_link *head, struct tw_link *node)
+{
+    struct tw_link *last = head->prev;
+
+    node->next = head;
+    node->prev = last;
+    last->next = node;
+    head->prev = node;
+}
+
+/* Unlink node and mark it not pending. Returns the list's head when the list
+ * became empty, NULL otherwise. */
+static inline struct tw_link *list_unlink(struct tw_link *node)
+{
+    struct tw_link *prev = node->prev;
+    struct tw_link *next = node->next;
+
+    prev->next = next;
+    next->prev = prev;
+    node->next = NULL;
+    node->prev = NULL;
+    return prev == next ? prev : NULL;
+}
+
+/* Move every node of from to the end of to; from becomes empty. */
+static inline void list_splice_back(struct tw_link *to, struct tw_link *from)
+{
+    if (list_empty(from))
+        return;
+    from->next->prev = to->prev;
+    to->prev->next = from->next;
+    from->prev->next = to;
+    to->prev = from->prev;
+    list_init(from);
+}
+
+#endif /* TW_LIST_H */

@@ -1,0 +1,237 @@
+/*
+ * The wheel object: configuration, creation and destruction, tick
+ * arithmetic, the next-deadline query and the walk over every pending timer.
+ * Both designs share all of this; they differ only in how the slots are laid
+ * out and searched (hier.c, hashed.c).
+ *
+ * Ticks are counted from start_ns. Tick boundary k lies at start_ns + k * tick
+ * and the last boundary saturates at UINT64_MAX, so every deadline has a due
+ * tick in [0, max_tick] and advancing to UINT64_MAX reaches max_tick.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "list.h"
+#include "wheel.h"
+
+/* The default hierarchical layout reads like a clock at the default 1 ms
+ * tick: a second wheel, a minute wheel, an hour wheel and a day wheel. */
+static const uint32_t clock_layout[] = {1000, 60, 60, 24};
+
+TW_PUBLIC void tw_config_init(struct tw_config *cfg, enum tw_mode mode)
+{
+    if (!cfg)
+        return;
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->mode = mode;
+    cfg->tick_ns = TW_DEFAULT_TICK_NS;
+}
+
+/* The layout a config selects when it names none. */
+static void default_layout(struct tw_config *cfg)
+{
+    static const uint32_t hashed_layout[] = {TW_DEFAULT_HASHED_SLOTS};
+
+    if (cfg->slots)
+        return;
+    if (cfg->mode == TW_HIER) {
+        cfg->slots = clock_layout;
+        cfg->levels = sizeof(clock_layout) / sizeof(clock_layout[0]);
+    } else {
+        cfg->slots = hashed_layout;
+        cfg->levels = 1;
+    }
+}
+
+uint64_t tw__due_tick(const struct tw_wheel *w, uint64_t deadline)
+{
+    uint64_t span, q;
+
+    if (deadline <= w->start_ns)
+        return 0;
+    span = deadline - w->start_ns;
+    q = span / w->tick_ns;
+    return q + (span - q * w->tick_ns != 0);
+}
+
+uint64_t tw__tick_time(const struct tw_wheel *w, uint64_t tick)
+{
+    if (tick > (UINT64_MAX - w->start_ns) / w->tick_ns)
+        return UINT64_MAX;
+    return w->start_ns + tick * w->tick_ns;
+}
+
+uint64_t tw__time_tick(const struct tw_wheel *w, uint64_t time)
+{
+    if (time == UINT64_MAX)
+        return w->max_tick;
+    if (time <= w->start_ns)
+        return 0;
+    return (time - w->start_ns) / w->tick_ns;
+}
+
+/* Allocate the slot heads (and, for the hierarchical wheel, the bitmap
+ * words) that the design's layout function sized in w. */
+static int alloc_slots(struct tw_wheel *w)
+{
+    w->slots = tw__zalloc(w->nslots * sizeof(*w->slots));
+    if (!w->slots)
+        return -ENOMEM;
+    for (size_t i = 0; i < w->nslots; i++)
+        list_init(&w->slots[i]);
+    return 0;
+}
+
+static void free_wheel(struct tw_wheel *w)
+{
+    if (w->slots)
+        tw__free(w->slots, w->nslots * sizeof(*w->slots));
+    if (w->words)
+        tw__free(w->words, w->nwords * sizeof(*w->words));
+    tw__free(w, sizeof(*w));
+}
+
+static int build(struct tw_wheel *w, const struct tw_config *given)
+{
+    struct tw_config cfg = *given;
+    int rc;
+
+    if (cfg.tick_ns == 0 || (cfg.mode != TW_HIER && cfg.mode != TW_HASHED))
+        return -EINVAL;
+    default_layout(&cfg);
+    if (cfg.levels == 0 || cfg.levels > TW_MAX_LEVELS)
+        return -EINVAL;
+    w->mode = cfg.mode;
+    w->tick_ns = cfg.tick_ns;
+    w->start_ns = cfg.start_ns;
+    w->now = cfg.start_ns;
+    w->max_tick = tw__due_tick(w, UINT64_MAX);
+    list_init(&w->expired);
+    list_init(&w->deferred);
+    rc = w->mode == TW_HIER ? tw__hier_layout(w, &cfg)
+                            : tw__hashed_layout(w, &cfg);
+    return rc ? rc : alloc_slots(w);
+}
+
+TW_PUBLIC struct tw_wheel *tw_create(const struct tw_config *cfg, int *err)
+{
+    struct tw_wheel *w = NULL;
+    int rc = -EINVAL;
+
+    if (cfg) {
+        w = tw__zalloc(sizeof(*w));
+        rc = w ? build(w, cfg) : -ENOMEM;
+        if (rc && w) {
+            free_wheel(w);
+            w = NULL;
+        }
+    }
+    if (err)
+        *err = rc;
+    return w;
+}
+
+/* Call fn on every list head of w: expired, deferred, then every slot. */
+static int each_list(struct tw_wheel *w,
+                     int (*fn)(struct tw_link *head, void *ctx), void *ctx)
+{
+    int rc = fn(&w->expired, ctx);
+
+    if (!rc)
+        rc = fn(&w->deferred, ctx);
+    for (size_t i = 0; !rc && i < w->nslots; i++)
+        rc = fn(&w->slots[i], ctx);
+    return rc;
+}
+
+static int detach_list(struct tw_link *head, void *ctx)
+{
+    struct tw_link *node = head->next;
+
+    (void)ctx;
+    while (node != head) {
+        struct tw_link *next = node->next;
+
+        node->next = NULL;
+        node->prev = NULL;
+        node = next;
+    }
+    list_init(head);
+    return 0;
+}
+
+TW_PUBLIC int tw_destroy(struct tw_wheel *w)
+{
+    if (!w)
+        return 0;
+    if (w->busy)
+        return -EBUSY;
+    each_list(w, detach_list, NULL);
+    free_wheel(w);
+    return 0;
+}
+
+TW_PUBLIC uint64_t tw_now(const struct tw_wheel *w)
+{
+    return w ? w->now : 0;
+}
+
+TW_PUBLIC size_t tw_pending(const struct tw_wheel *w)
+{
+    return w ? w->count : 0;
+}
+
+/* The next tick with work to do in the design's slots, UINT64_MAX if none. */
+static uint64_t next_work_tick(const struct tw_wheel *w)
+{
+    if (w->mode == TW_HIER)
+        return tw__hier_next_tick(w);
+    /* The hashed wheel must visit every tick while anything is pending. */
+    return w->count ? w->cur + 1 : UINT64_MAX;
+}
+
+TW_PUBLIC uint64_t tw_next_deadline(const struct tw_wheel *w)
+{
+    uint64_t tick, at;
+
+    if (!w)
+        return UINT64_MAX;
+    if (!list_empty(&w->expired) || !list_empty(&w->deferred))
+        return w->now;
+    tick = next_work_tick(w);
+    if (tick == UINT64_MAX)
+        return UINT64_MAX;
+    at = tw__tick_time(w, tick);
+    return at < w->now ? w->now : at;
+}
+
+struct visit {
+    tw_visitor *fn;
+    void *ctx;
+};
+
+static int visit_list(struct tw_link *head, void *ctx)
+{
+    struct visit *v = ctx;
+    int rc = 0;
+
+    for (struct tw_link *n = head->next; !rc && n != head; n = n->next)
+        rc = v->fn(list_timer(n), v->ctx);
+    return rc;
+}
+
+TW_PUBLIC int tw_visit(struct tw_wheel *w, tw_visitor *fn, void *ctx)
+{
+    struct visit v = {fn, ctx};
+    unsigned busy;
+    int rc;
+
+    if (!w || !fn)
+        return -EINVAL;
+    busy = w->busy;
+    w->busy |= TW__VISITING;
+    rc = each_list(w, visit_list, &v);
+    w->busy = busy;
+    return rc;
+}

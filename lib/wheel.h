@@ -1,0 +1,103 @@
+/*
+ * The wheel object shared by both designs, and the internal interface between
+ * the mode-independent driver (wheel.c) and the two designs (hier.c,
+ * hashed.c). Never installed.
+ *
+ * Time inside the wheel is counted in ticks since start_ns. A timer's due
+ * tick is the first tick boundary at or after its deadline:
+ *     due = ceil((deadline - start_ns) / tick_ns), 0 for a deadline <= start.
+ * `cur` is the last tick the wheel has processed. Every pending timer sits in
+ * exactly one list:
+ *   - expired:  collected because due, waiting for its callback to run;
+ *   - deferred: scheduled when already due (in the past, or from a callback
+ *               to a tick the running advance has reached); re-inserted at
+ *               the start of the next advance so that it cannot run in the
+ *               advance that scheduled it;
+ *   - a slot of the design's wheel, due tick > cur.
+ */
+#ifndef TW_WHEEL_H
+#define TW_WHEEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bitmap.h"
+#include "timewheel.h"
+
+/* Levels a hierarchical wheel can need: 64 is enough for 2-slot levels over
+ * 64-bit ticks, the finest layout allowed. */
+#define TW__LEVELS_MAX 64
+/* Slots of each level added beyond the configured ones. */
+#define TW__EXTRA_LEVEL_SLOTS 64u
+
+/* Flags in tw_wheel.busy: what is running on the wheel's stack. */
+#define TW__ADVANCING 1u /* an advance is running callbacks */
+#define TW__VISITING 2u  /* tw_visit() is walking the lists */
+
+/* One level of the hierarchical wheel. Its current revolution ("block") is
+ * the range of ticks [base, last] that share every digit above this level
+ * with cur; slot s covers ticks base + s * width .. base + (s + 1) * width - 1.
+ * Occupied slots are always after pos, the digit of cur at this level. */
+struct tw__level {
+    uint64_t width; /* ticks per slot */
+    uint64_t span;  /* ticks per revolution, UINT64_MAX if more */
+    uint64_t base;  /* first tick of the current revolution */
+    uint64_t last;  /* last tick of the current revolution (saturated) */
+    uint32_t nslots;
+    uint32_t pos;     /* cur's slot at this level */
+    uint32_t first;   /* index of slot 0 in tw_wheel.slots */
+    uint32_t unused;
+    struct tw__bitmap bits;
+};
+
+struct tw_wheel {
+    enum tw_mode mode;
+    unsigned busy;       /* TW__ADVANCING | TW__VISITING */
+    uint64_t tick_ns;
+    uint64_t start_ns;
+    uint64_t now;        /* latest time given to an advance */
+    uint64_t cur;        /* last tick processed */
+    uint64_t max_tick;   /* due tick of UINT64_MAX: the end of time */
+    uint64_t defer_to;   /* while advancing: due ticks <= this are deferred */
+    size_t count;        /* pending timers */
+    struct tw_link expired;
+    struct tw_link deferred;
+    struct tw_link *slots; /* every slot head of every level, finest first */
+    size_t nslots;
+    uint64_t *words;       /* bitmap words of every level (hier) */
+    size_t nwords;
+    /* hierarchical */
+    uint64_t occupied;     /* bit k: level k holds a timer */
+    unsigned nlevels;
+    struct tw__level levels[TW__LEVELS_MAX];
+    /* hashed */
+    uint64_t mask;         /* slots - 1 */
+    unsigned shift;        /* log2(slots) */
+};
+
+/* Due tick of an absolute deadline (see above); saturates at max_tick. */
+uint64_t tw__due_tick(const struct tw_wheel *w, uint64_t deadline);
+/* Time of tick boundary k, saturating at UINT64_MAX. */
+uint64_t tw__tick_time(const struct tw_wheel *w, uint64_t tick);
+/* The tick a time has reached: floor, except UINT64_MAX reaches max_tick. */
+uint64_t tw__time_tick(const struct tw_wheel *w, uint64_t time);
+/* Write a formatted invariant failure into why; returns -EPROTO. */
+int tw__fail(char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Hierarchical design (hier.c). */
+int tw__hier_layout(struct tw_wheel *w, const struct tw_config *cfg);
+void tw__hier_insert(struct tw_wheel *w, struct tw_timer *t, uint64_t due);
+void tw__hier_emptied(struct tw_wheel *w, struct tw_link *head);
+bool tw__hier_collect(struct tw_wheel *w, uint64_t target);
+uint64_t tw__hier_next_tick(const struct tw_wheel *w);
+int tw__hier_check(const struct tw_wheel *w, char *why, size_t len);
+
+/* Hashed design (hashed.c). */
+int tw__hashed_layout(struct tw_wheel *w, const struct tw_config *cfg);
+void tw__hashed_insert(struct tw_wheel *w, struct tw_timer *t, uint64_t due);
+bool tw__hashed_collect(struct tw_wheel *w, uint64_t target);
+int tw__hashed_check(const struct tw_wheel *w, char *why, size_t len);
+
+#endif /* TW_WHEEL_H */
