@@ -27,7 +27,7 @@ ALLOCDEF := $(if $(filter libc,$(ALLOC)),-DTW_ALLOC_LIBC,)
 ALLOCLIB := $(if $(filter libc,$(ALLOC)),,-ljemalloc)
 CPPFLAGS_LIB := -Iinclude -Ilib -DTW_BUILDING -D_POSIX_C_SOURCE=200809L $(ALLOCDEF)
 CFLAGS_LIB := $(WARN) $(OPT) $(SANFLAGS) -fPIC -fvisibility=hidden
-LDLIBS_LIB := $(ALLOCLIB) -lpthread
+LDLIBS_LIB := $(ALLOCLIB) -lurcu-common -lpthread
 
 LIB_SRC := $(sort $(wildcard lib/*.c))
 LIB_OBJ := $(patsubst lib/%.c,$(B)/lib/%.o,$(LIB_SRC))
@@ -40,7 +40,7 @@ TEST_BIN := $(B)/tests/twtest
 TEST_CFLAGS := $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Ilib -D_POSIX_C_SOURCE=200809L $(ALLOCDEF)
 
 # Debian packages: what the library and its tests need.
-DEPS_CORE := libjemalloc-dev libcriterion-dev pkg-config
+DEPS_CORE := libjemalloc-dev libcriterion-dev pkg-config liburcu-dev
 DEPS_EXTRA ?=
 
 .PHONY: all lib test test-run deps install uninstall clean

@@ -1,0 +1,358 @@
+/*
+ * The timer service's front door: create, schedule, stop, destroy, stats.
+ * The design is described in service.h; this file holds the two protocols
+ * that involve the caller's threads.
+ *
+ * The gate. Every schedule passes through `gate`: it adds one on entry,
+ * refuses with -ESHUTDOWN if the CLOSED bit is set, and subtracts one on
+ * exit. Stop sets the bit and then waits until no call is inside. So a
+ * producer racing stop either gets -ESHUTDOWN or has its timer on the queue
+ * before stop drains it: none is lost and none slips in afterwards.
+ *
+ * Stop. With the gate closed, stop wakes and joins the worker, then joins
+ * the executor threads (each finishes the callback it is running). It then
+ * owns everything the service holds and sorts it out on its own thread:
+ * reap the cancel queue, admit the new queue into the wheel, and take each
+ * timer still in the wheel, on the leftover list or in the executor queue.
+ * Each is claimed for hand-back by compare-and-swap against a racing
+ * cancel; the winners are handed to the caller's function, the losers
+ * counted as cancelled. Hence, once stop returns,
+ *     scheduled == completed + cancelled + returned
+ * and every periodic timer is either cancelled or returned.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "service.h"
+
+/* A sanity bound on the pool, far above any useful size; it catches a
+ * negative number passed through an unsigned field. */
+#define MAX_EXECUTOR_THREADS 1024u
+
+_Thread_local const struct tw_service *tw__svc_current;
+
+TW_PUBLIC void tw_service_config_init(struct tw_service_config *cfg,
+                                      enum tw_mode mode)
+{
+    if (!cfg)
+        return;
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->mode = mode;
+    cfg->tick_ns = TW_DEFAULT_TICK_NS;
+    cfg->catchup = TW_CATCHUP_SKIP;
+}
+
+static int make_wheel(struct tw_service *s, const struct tw_service_config *c)
+{
+    struct tw_config wc;
+    int rc;
+
+    tw_config_init(&wc, c->mode);
+    wc.tick_ns = c->tick_ns;
+    wc.slots = c->slots;
+    wc.levels = c->levels;
+    wc.start_ns = tw__svc_clock();
+    s->wheel = tw_create(&wc, &rc);
+    s->mode = c->mode;
+    s->tick_ns = c->tick_ns;
+    s->start_ns = wc.start_ns;
+    s->catchup = c->catchup;
+    s->max_pending = c->max_pending;
+    return rc;
+}
+
+/* The worker sleeps against CLOCK_MONOTONIC, the clock of every deadline. */
+static void init_sync(struct tw_service *s)
+{
+    pthread_condattr_t attr;
+
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->stop_lock, NULL);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_mutex_init(&s->exec.lock, NULL);
+    pthread_cond_init(&s->exec.ready, NULL);
+}
+
+static void free_service(struct tw_service *s)
+{
+    tw__exec_destroy(&s->exec);
+    pthread_cond_destroy(&s->wake);
+    pthread_mutex_destroy(&s->stop_lock);
+    pthread_mutex_destroy(&s->lock);
+    tw_destroy(s->wheel);
+    tw__free(s, sizeof(*s));
+}
+
+static int start(struct tw_service *s, const struct tw_service_config *cfg)
+{
+    int rc;
+
+    mpsc_init(&s->newq);
+    mpsc_init(&s->cancelq);
+    init_sync(s);
+    rc = make_wheel(s, cfg);
+    if (!rc)
+        rc = tw__exec_start(s, cfg->executor_threads);
+    if (!rc) {
+        rc = -pthread_create(&s->worker, NULL, tw__worker_main, s);
+        s->worker_alive = rc == 0;
+    }
+    if (rc)
+        tw__exec_stop(&s->exec);
+    return rc;
+}
+
+TW_PUBLIC struct tw_service *
+tw_service_create(const struct tw_service_config *cfg, int *err)
+{
+    struct tw_service *s = NULL;
+    int rc = -EINVAL;
+
+    if (cfg && cfg->executor_threads <= MAX_EXECUTOR_THREADS &&
+        (cfg->catchup == TW_CATCHUP_SKIP || cfg->catchup == TW_CATCHUP_ALL)) {
+        s = tw__zalloc(sizeof(*s));
+        rc = s ? start(s, cfg) : -ENOMEM;
+        if (rc && s) {
+            free_service(s);
+            s = NULL;
+        }
+    }
+    if (err)
+        *err = rc;
+    return s;
+}
+
+static int enter_gate(struct tw_service *s)
+{
+    uint_fast64_t g = atomic_fetch_add_explicit(&s->gate, 1,
+                                                memory_order_seq_cst);
+
+    if (g & TW__GATE_CLOSED) {
+        atomic_fetch_sub_explicit(&s->gate, 1, memory_order_release);
+        return -ESHUTDOWN;
+    }
+    return 0;
+}
+
+static void leave_gate(struct tw_service *s)
+{
+    atomic_fetch_sub_explicit(&s->gate, 1, memory_order_release);
+}
+
+/* Count one more pending timer, or refuse with -EAGAIN at the maximum. */
+static int reserve(struct tw_service *s)
+{
+    size_t n;
+
+    if (!s->max_pending) {
+        atomic_fetch_add_explicit(&s->pending, 1, memory_order_relaxed);
+        return 0;
+    }
+    n = atomic_load_explicit(&s->pending, memory_order_relaxed);
+    do {
+        if (n >= s->max_pending) {
+            atomic_fetch_add_explicit(&s->rejected, 1, memory_order_relaxed);
+            return -EAGAIN;
+        }
+    } while (!atomic_compare_exchange_weak_explicit(
+        &s->pending, &n, n + 1, memory_order_relaxed, memory_order_relaxed));
+    return 0;
+}
+
+/* Build the handle and push it to the worker. Once pushed, it may run and
+ * be freed at once (when the caller keeps no reference): don't touch it. */
+static int submit(struct tw_service *s, uint64_t delay, uint64_t period,
+                  enum tw_period kind, tw_service_callback *cb, void *arg,
+                  struct tw_handle **out)
+{
+    uint64_t deadline = tw__add_sat(tw__svc_clock(), delay);
+    struct tw_handle *h = tw__handle_new(s, cb, arg, deadline);
+
+    if (!h) {
+        atomic_fetch_sub_explicit(&s->pending, 1, memory_order_relaxed);
+        return -ENOMEM;
+    }
+    h->period = period;
+    h->kind = kind;
+    if (out) {
+        atomic_store_explicit(&h->refs, 2, memory_order_relaxed);
+        *out = h;
+    }
+    atomic_fetch_add_explicit(&s->accepted, 1, memory_order_relaxed);
+    mpsc_push(&s->newq, &h->qnode);
+    tw__worker_notify(s, deadline);
+    return 0;
+}
+
+static int schedule(struct tw_service *s, uint64_t delay, uint64_t period,
+                    enum tw_period kind, tw_service_callback *cb, void *arg,
+                    struct tw_handle **out)
+{
+    int rc;
+
+    if (out)
+        *out = NULL;
+    if (!s || !cb)
+        return -EINVAL;
+    rc = enter_gate(s);
+    if (rc)
+        return rc;
+    rc = reserve(s);
+    if (!rc)
+        rc = submit(s, delay, period, kind, cb, arg, out);
+    leave_gate(s);
+    return rc;
+}
+
+TW_PUBLIC int tw_service_schedule(struct tw_service *s, uint64_t delay,
+                                  tw_service_callback *cb, void *arg,
+                                  struct tw_handle **out)
+{
+    return schedule(s, delay, 0, TW_FIXED_RATE, cb, arg, out);
+}
+
+TW_PUBLIC int tw_service_schedule_periodic(struct tw_service *s,
+                                           uint64_t delay, uint64_t period,
+                                           enum tw_period kind,
+                                           tw_service_callback *cb, void *arg,
+                                           struct tw_handle **out)
+{
+    if (period == 0 || (kind != TW_FIXED_RATE && kind != TW_FIXED_DELAY)) {
+        if (out)
+            *out = NULL;
+        return -EINVAL;
+    }
+    return schedule(s, delay, period, kind, cb, arg, out);
+}
+
+/* Close the gate and wait for the schedule calls inside to leave. */
+static void close_gate(struct tw_service *s)
+{
+    atomic_fetch_or_explicit(&s->gate, TW__GATE_CLOSED, memory_order_seq_cst);
+    while (atomic_load_explicit(&s->gate, memory_order_acquire) &
+           ~TW__GATE_CLOSED)
+        sched_yield();
+}
+
+static int collect(struct tw_timer *t, void *ctx)
+{
+    tw__hlist_push(ctx, t->arg);
+    return 0;
+}
+
+/* Every timer the service still holds, out of the wheel and the lists. */
+static void gather(struct tw_service *s, struct tw__hlist *all)
+{
+    struct tw_handle *h;
+    struct tw__hlist in_wheel = {0};
+
+    while ((h = tw__hlist_pop(&s->leftover)))
+        tw__hlist_push(all, h);
+    while ((h = tw__hlist_pop(&s->exec.queue)))
+        tw__hlist_push(all, h);
+    tw_visit(s->wheel, collect, &in_wheel);
+    while ((h = tw__hlist_pop(&in_wheel))) {
+        tw_cancel(s->wheel, &h->timer);
+        tw__hlist_push(all, h);
+    }
+}
+
+static void hand_back(struct tw_handle *h, tw_handback_fn *fn, void *ctx)
+{
+    struct tw_handback t = {
+        .cb = h->cb,
+        .arg = h->arg,
+        .deadline = atomic_load_explicit(&h->deadline, memory_order_relaxed),
+        .period = h->period,
+        .kind = h->kind,
+    };
+
+    if (fn)
+        fn(&t, ctx);
+}
+
+static void shut_down(struct tw_service *s, tw_handback_fn *fn, void *ctx)
+{
+    const struct tw_service *was = tw__svc_current;
+    struct tw__hlist all = {0};
+    struct tw_handle *h;
+
+    close_gate(s);
+    if (s->worker_alive) {
+        tw__worker_kick(s);
+        pthread_join(s->worker, NULL);
+        s->worker_alive = false;
+    }
+    tw__exec_stop(&s->exec);
+    tw__worker_reap(s, true);
+    tw__worker_admit(s, SIZE_MAX, true);
+    gather(s, &all);
+    tw__svc_current = s; /* fn calling stop or destroy gets -EDEADLK */
+    while ((h = tw__hlist_pop(&all))) {
+        if (tw__handle_move(h, TW__PENDING, TW__RETURNED) ||
+            tw__handle_move(h, TW__DISPATCHED, TW__RETURNED)) {
+            hand_back(h, fn, ctx);
+            tw__handle_drop(s, h, TW__OUT_RETURNED);
+        } else {
+            tw__handle_settle(h);
+            tw__handle_drop(s, h, TW__OUT_CANCELLED);
+        }
+    }
+    tw__svc_current = was;
+    /* Cancels that won during the walk queued their handles: free them. */
+    tw__worker_reap(s, true);
+}
+
+TW_PUBLIC int tw_service_stop(struct tw_service *s, tw_handback_fn *fn,
+                              void *ctx)
+{
+    if (!s)
+        return -EINVAL;
+    if (tw__svc_current == s)
+        return -EDEADLK;
+    pthread_mutex_lock(&s->stop_lock);
+    if (!s->stopped) {
+        shut_down(s, fn, ctx);
+        s->stopped = true;
+    }
+    pthread_mutex_unlock(&s->stop_lock);
+    return 0;
+}
+
+TW_PUBLIC int tw_service_destroy(struct tw_service *s)
+{
+    int rc;
+
+    if (!s)
+        return 0;
+    rc = tw_service_stop(s, NULL, NULL);
+    if (!rc)
+        free_service(s);
+    return rc;
+}
+
+static uint64_t get(atomic_uint_fast64_t *c)
+{
+    return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+TW_PUBLIC int tw_service_stats(struct tw_service *s,
+                               struct tw_service_stats *out)
+{
+    if (!s || !out)
+        return -EINVAL;
+    out->scheduled = get(&s->accepted);
+    out->runs = get(&s->runs);
+    out->completed = get(&s->completed);
+    out->cancelled = get(&s->cancelled);
+    out->returned = get(&s->returned);
+    out->pending = atomic_load_explicit(&s->pending, memory_order_relaxed);
+    out->rejected = get(&s->rejected);
+    out->wakeups = get(&s->wakeups);
+    return 0;
+}

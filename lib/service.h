@@ -1,0 +1,222 @@
+/*
+ * The threaded timer service: the objects shared by its files. Never
+ * installed.
+ *
+ *   service.c         create, schedule, stop, destroy, stats
+ *   service_handle.c  handles: reference counts, the state machine, cancel
+ *   service_worker.c  the worker thread: admit, reap, advance, sleep
+ *   service_exec.c    the executor pool
+ *   service_mpsc.h    the lock-free queue from producers to the worker
+ *
+ * Threads. Producers (any thread) push new handles onto `newq` and
+ * cancelled ones onto `cancelq`. The worker thread alone touches the core
+ * wheel: it moves new handles into the wheel, unlinks cancelled ones,
+ * advances to CLOCK_MONOTONIC and runs callbacks or hands them to the
+ * executor. tw_service_stop() takes over the worker's structures once it
+ * has joined the worker and the executor.
+ *
+ * A handle's state, changed only by compare-and-swap, gives every race a
+ * single winner:
+ *
+ *   PENDING --worker--> RUNNING (no executor) or DISPATCHED (executor)
+ *   DISPATCHED --executor--> RUNNING
+ *   RUNNING --> DONE (one-shot) or PENDING (periodic, re-armed)
+ *   PENDING --cancel--> CANCELLING --> CANCELLED   (canceller pushes onto
+ *                                                   cancelq in between)
+ *   DISPATCHED --cancel--> CANCELLED; RUNNING --cancel--> CANCELLED
+ *                                     (periodic only)
+ *   PENDING or DISPATCHED --stop--> RETURNED
+ *
+ * References: one for the caller (until tw_handle_release()), one for the
+ * service from schedule until the service lets go of the handle, and one
+ * for each stay in cancelq. Whoever drops the last frees the handle.
+ *
+ * Lifetime of the service against cancellers: a canceller touches the
+ * service only between winning PENDING -> CANCELLING and storing CANCELLED.
+ * A service thread (and stop) that meets a CANCELLING handle waits until it
+ * becomes CANCELLED before letting go of it, so once stop has returned no
+ * canceller can still be inside the service, and destroy may free it.
+ */
+#ifndef TW_SERVICE_H
+#define TW_SERVICE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "service_mpsc.h"
+#include "timewheel.h"
+
+enum tw__hstate {
+    TW__PENDING,
+    TW__DISPATCHED,
+    TW__RUNNING,
+    TW__CANCELLING,
+    TW__CANCELLED,
+    TW__DONE,
+    TW__RETURNED,
+};
+
+/* How the service came to let go of a handle (which counter it adds to). */
+enum tw__outcome {
+    TW__OUT_COMPLETED,
+    TW__OUT_CANCELLED,
+    TW__OUT_RETURNED,
+};
+
+struct tw_service;
+
+struct tw_handle {
+    struct tw_timer timer;       /* the core's node; worker-owned */
+    struct cds_wfcq_node qnode;  /* in newq */
+    struct cds_wfcq_node cnode;  /* in cancelq */
+    struct tw_handle *next;      /* executor queue and worker-local lists */
+    struct tw_service *svc;      /* touched only as the header comment says */
+    tw_service_callback *cb;
+    void *arg;
+    uint64_t period;             /* 0: one-shot */
+    enum tw_period kind;
+    _Atomic uint64_t deadline;   /* rewritten at each re-arm */
+    _Atomic int state;           /* enum tw__hstate */
+    atomic_uint refs;
+};
+
+/* How soon the worker must unlink a cancelled timer from the wheel. A
+ * canceller wakes a worker that sleeps longer than this, and a worker that
+ * has just reaped sleeps at most this long, so a stream of cancels costs
+ * about 1 / TW__REAP_NS wake-ups per second, not one per cancel. */
+#define TW__REAP_NS UINT64_C(100000000)
+
+/* The gate producers pass through: the low bits count schedule calls in
+ * progress, this bit says stop has begun. */
+#define TW__GATE_CLOSED (UINT64_C(1) << 63)
+
+/* A singly linked FIFO of handles through their `next` field. */
+struct tw__hlist {
+    struct tw_handle *head;
+    struct tw_handle *tail;
+    size_t n;
+};
+
+struct tw__exec {
+    pthread_mutex_t lock;
+    pthread_cond_t ready;
+    struct tw__hlist queue; /* DISPATCHED handles, oldest first */
+    bool stop;
+    unsigned nthreads; /* configured: 0 runs callbacks on the worker */
+    unsigned started;  /* threads running, until stop joins them */
+    pthread_t *threads;
+};
+
+struct tw_service {
+    /* Touched by every producer. */
+    struct tw__mpsc newq;
+    struct tw__mpsc cancelq;
+    atomic_uint_fast64_t gate;
+    atomic_size_t pending;
+    atomic_uint_fast64_t accepted;
+    atomic_uint_fast64_t rejected;
+    char pad[TW__CACHE_LINE];
+    /* Sleeping and waking the worker. sleep_until is the time the worker
+     * sleeps until, 0 while it is awake or does not want to be woken. */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool kicked; /* under lock */
+    atomic_uint_fast64_t sleep_until;
+    /* Set at creation, read-only afterwards. */
+    enum tw_mode mode;
+    enum tw_catchup catchup;
+    uint64_t tick_ns;
+    uint64_t start_ns;
+    size_t max_pending;
+    /* Owned by the worker thread (by stop once it is joined). */
+    struct tw_wheel *wheel;
+    struct tw__hlist batch;    /* due, for the executor after the advance */
+    struct tw__hlist leftover; /* due after stop began: to hand back */
+    bool reaped;               /* the last reap found cancelled timers */
+    pthread_t worker;
+    struct tw__exec exec;
+    /* Counters, written by the service's threads. */
+    atomic_uint_fast64_t runs;
+    atomic_uint_fast64_t completed;
+    atomic_uint_fast64_t cancelled;
+    atomic_uint_fast64_t returned;
+    atomic_uint_fast64_t wakeups;
+    /* Stop. */
+    pthread_mutex_t stop_lock;
+    bool stopped;      /* under stop_lock */
+    bool worker_alive; /* the worker thread was started and not joined */
+};
+
+/* The service whose thread (worker, executor, or stop's visitor) this is. */
+extern _Thread_local const struct tw_service *tw__svc_current;
+
+static inline uint64_t tw__svc_clock(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t tw__add_sat(uint64_t a, uint64_t b)
+{
+    return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
+
+static inline void tw__hlist_push(struct tw__hlist *l, struct tw_handle *h)
+{
+    h->next = NULL;
+    if (l->tail)
+        l->tail->next = h;
+    else
+        l->head = h;
+    l->tail = h;
+    l->n++;
+}
+
+static inline struct tw_handle *tw__hlist_pop(struct tw__hlist *l)
+{
+    struct tw_handle *h = l->head;
+
+    if (h) {
+        l->head = h->next;
+        if (!l->head)
+            l->tail = NULL;
+        l->n--;
+        h->next = NULL;
+    }
+    return h;
+}
+
+/* service_handle.c */
+struct tw_handle *tw__handle_new(struct tw_service *s, tw_service_callback *cb,
+                                 void *arg, uint64_t deadline);
+void tw__handle_ref(struct tw_handle *h);
+void tw__handle_unref(struct tw_handle *h);
+bool tw__handle_move(struct tw_handle *h, int from, int to);
+int tw__handle_settle(struct tw_handle *h);
+void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
+                     enum tw__outcome why);
+uint64_t tw__handle_next_deadline(const struct tw_service *s,
+                                  struct tw_handle *h, uint64_t now);
+
+/* service_worker.c */
+void *tw__worker_main(void *arg);
+void tw__worker_expire(struct tw_timer *t, void *arg);
+void tw__worker_run(struct tw_service *s, struct tw_handle *h);
+void tw__worker_kick(struct tw_service *s);
+void tw__worker_notify(struct tw_service *s, uint64_t due);
+void tw__worker_reap(struct tw_service *s, bool wait);
+bool tw__worker_admit(struct tw_service *s, size_t max, bool wait);
+
+/* service_exec.c */
+int tw__exec_start(struct tw_service *s, unsigned n);
+void tw__exec_submit(struct tw__exec *x, struct tw__hlist *batch);
+void tw__exec_stop(struct tw__exec *x);
+void tw__exec_destroy(struct tw__exec *x);
+
+#endif /* TW_SERVICE_H */

@@ -1,0 +1,260 @@
+/*
+ * The service's worker thread: the only thread that touches the core wheel
+ * while the service runs.
+ *
+ * One turn of the loop:
+ *   1. reap: pop the cancel queue and unlink each cancelled timer that is
+ *      still in the wheel, so its memory goes back at once, not at its
+ *      deadline;
+ *   2. admit: pop at most ADMIT_BATCH new timers into the wheel (those
+ *      cancelled on the way are dropped instead);
+ *   3. advance the wheel to CLOCK_MONOTONIC. Each due timer is claimed by
+ *      PENDING -> RUNNING and run here, or PENDING -> DISPATCHED and handed
+ *      to the executor in one batch after the advance;
+ *   4. sleep until the next piece of work.
+ *
+ * Sleeping. Hierarchical mode sleeps until tw_next_deadline(), or forever
+ * when nothing is pending, and publishes that time in sleep_until. A
+ * producer whose timer is due before it (or a canceller, when it is more
+ * than TW__REAP_NS away) wakes the worker; one whose timer is due later
+ * leaves it asleep, and the timer waits in the queue until the next wake.
+ * The handshake is the classic store-then-load on both sides (the worker
+ * stores sleep_until then looks at the queue; a producer pushes then loads
+ * sleep_until), with a full fence on each side, so at least one of them
+ * sees the other and a timer is never stranded. Hashed mode wakes at every
+ * tick boundary, as Netty does, and asks never to be woken early.
+ *
+ * Stop closes the producers' gate and wakes the worker, which leaves the
+ * loop at step 3. A timer that falls due in an advance already running when
+ * stop began is not run: it goes on the leftover list to be handed back.
+ */
+#include <errno.h>
+#include <sched.h>
+
+#include "service.h"
+
+/* Most new timers moved into the wheel per turn (Netty's figure), so that a
+ * flood of schedules cannot hold up the advance. */
+#define ADMIT_BATCH 100000
+
+static struct tw_handle *of_qnode(struct cds_wfcq_node *n)
+{
+    return (struct tw_handle *)(void *)((char *)n -
+                                        offsetof(struct tw_handle, qnode));
+}
+
+static struct tw_handle *of_cnode(struct cds_wfcq_node *n)
+{
+    return (struct tw_handle *)(void *)((char *)n -
+                                        offsetof(struct tw_handle, cnode));
+}
+
+static bool stopping(const struct tw_service *s)
+{
+    return atomic_load_explicit(&s->gate, memory_order_relaxed) &
+           TW__GATE_CLOSED;
+}
+
+void tw__worker_kick(struct tw_service *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->kicked = true;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* After pushing something due at `due`: wake the worker if it sleeps past
+ * that. The fence pairs with the one in sleep_next(). */
+void tw__worker_notify(struct tw_service *s, uint64_t due)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (due < atomic_load_explicit(&s->sleep_until, memory_order_relaxed))
+        tw__worker_kick(s);
+}
+
+void tw__worker_reap(struct tw_service *s, bool wait)
+{
+    struct cds_wfcq_node *n;
+    bool any = false;
+
+    while ((n = wait ? mpsc_pop_wait(&s->cancelq) : mpsc_pop(&s->cancelq)) &&
+           n != MPSC_BUSY) {
+        struct tw_handle *h = of_cnode(n);
+
+        /* Only a timer still in the wheel is ours to drop here; one on its
+         * way through the new queue or the advance is dropped there. */
+        if (tw_timer_pending(&h->timer)) {
+            tw_cancel(s->wheel, &h->timer);
+            tw__handle_drop(s, h, TW__OUT_CANCELLED);
+        }
+        tw__handle_unref(h); /* the queue's reference */
+        any = true;
+    }
+    s->reaped = any;
+}
+
+bool tw__worker_admit(struct tw_service *s, size_t max, bool wait)
+{
+    for (size_t i = 0; i < max; i++) {
+        struct cds_wfcq_node *n =
+            wait ? mpsc_pop_wait(&s->newq) : mpsc_pop(&s->newq);
+        struct tw_handle *h;
+
+        if (!n)
+            return false;
+        if (n == MPSC_BUSY)
+            return true;
+        h = of_qnode(n);
+        if (atomic_load_explicit(&h->state, memory_order_acquire) ==
+            TW__PENDING) {
+            tw_schedule(s->wheel, &h->timer,
+                        atomic_load_explicit(&h->deadline,
+                                             memory_order_relaxed));
+        } else {
+            tw__handle_settle(h);
+            tw__handle_drop(s, h, TW__OUT_CANCELLED);
+        }
+    }
+    return true;
+}
+
+/* After a callback returned: a one-shot timer is done; a periodic one goes
+ * back to PENDING with its next deadline, unless it was cancelled. */
+static void finish(struct tw_service *s, struct tw_handle *h)
+{
+    uint64_t next;
+
+    if (!h->period) {
+        atomic_store_explicit(&h->state, TW__DONE, memory_order_release);
+        tw__handle_drop(s, h, TW__OUT_COMPLETED);
+        return;
+    }
+    next = tw__handle_next_deadline(s, h, tw__svc_clock());
+    atomic_store_explicit(&h->deadline, next, memory_order_relaxed);
+    if (!tw__handle_move(h, TW__RUNNING, TW__PENDING)) {
+        tw__handle_drop(s, h, TW__OUT_CANCELLED);
+    } else if (s->exec.nthreads == 0) {
+        tw_schedule(s->wheel, &h->timer, next); /* we are the worker */
+    } else {
+        mpsc_push(&s->newq, &h->qnode);
+        tw__worker_notify(s, next);
+    }
+}
+
+void tw__worker_run(struct tw_service *s, struct tw_handle *h)
+{
+    atomic_fetch_add_explicit(&s->runs, 1, memory_order_relaxed);
+    h->cb(h, h->arg);
+    finish(s, h);
+}
+
+/* The core's callback for every service timer. */
+void tw__worker_expire(struct tw_timer *t, void *arg)
+{
+    struct tw_handle *h = arg;
+    struct tw_service *s = h->svc;
+    int to = s->exec.nthreads ? TW__DISPATCHED : TW__RUNNING;
+
+    (void)t;
+    if (stopping(s)) {
+        tw__hlist_push(&s->leftover, h);
+    } else if (!tw__handle_move(h, TW__PENDING, to)) {
+        tw__handle_settle(h);
+        tw__handle_drop(s, h, TW__OUT_CANCELLED);
+    } else if (to == TW__DISPATCHED) {
+        tw__hlist_push(&s->batch, h);
+    } else {
+        tw__worker_run(s, h);
+    }
+}
+
+/* When the worker must next look at the wheel. */
+static uint64_t next_wake(const struct tw_service *s, uint64_t now)
+{
+    uint64_t at;
+
+    if (s->mode == TW_HASHED) {
+        uint64_t ticks = now > s->start_ns ? (now - s->start_ns) / s->tick_ns
+                                           : 0;
+        return tw__add_sat(s->start_ns, (ticks + 1) * s->tick_ns);
+    }
+    at = tw_next_deadline(s->wheel);
+    if (s->reaped && at > tw__add_sat(now, TW__REAP_NS))
+        at = tw__add_sat(now, TW__REAP_NS);
+    return at;
+}
+
+/* Block on the condition variable until target, a kick, or forever when
+ * target is UINT64_MAX. Called with s->lock held. */
+static void wait_until(struct tw_service *s, uint64_t target)
+{
+    struct timespec ts = {
+        .tv_sec = (time_t)(target / UINT64_C(1000000000)),
+        .tv_nsec = (long)(target % UINT64_C(1000000000)),
+    };
+
+    while (!s->kicked) {
+        int rc = target == UINT64_MAX
+                     ? pthread_cond_wait(&s->wake, &s->lock)
+                     : pthread_cond_timedwait(&s->wake, &s->lock, &ts);
+
+        atomic_fetch_add_explicit(&s->wakeups, 1, memory_order_relaxed);
+        if (rc == ETIMEDOUT)
+            break;
+    }
+}
+
+static void publish_sleep(struct tw_service *s, uint64_t target)
+{
+    atomic_store_explicit(&s->sleep_until, target, memory_order_seq_cst);
+    atomic_thread_fence(memory_order_seq_cst);
+}
+
+static void sleep_next(struct tw_service *s)
+{
+    uint64_t now = tw__svc_clock();
+    uint64_t target = next_wake(s, now);
+
+    if (target <= now)
+        return;
+    pthread_mutex_lock(&s->lock);
+    if (s->mode == TW_HASHED) {
+        wait_until(s, target);
+    } else if (!s->kicked) {
+        publish_sleep(s, target);
+        /* Pushed before sleep_until was published: no one woke us. */
+        if (!mpsc_empty(&s->cancelq) && target > now + TW__REAP_NS) {
+            target = now + TW__REAP_NS;
+            publish_sleep(s, target);
+        }
+        if (mpsc_empty(&s->newq))
+            wait_until(s, target);
+        atomic_store_explicit(&s->sleep_until, 0, memory_order_relaxed);
+    }
+    s->kicked = false;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void *tw__worker_main(void *arg)
+{
+    struct tw_service *s = arg;
+
+    tw__svc_current = s;
+    for (;;) {
+        uint64_t now = tw__svc_clock();
+        bool more;
+
+        tw__worker_reap(s, false);
+        more = tw__worker_admit(s, ADMIT_BATCH, false);
+        if (stopping(s))
+            break;
+        tw_advance(s->wheel, now);
+        if (s->batch.n)
+            tw__exec_submit(&s->exec, &s->batch);
+        if (more)
+            sched_yield(); /* let a half-done push finish */
+        else
+            sleep_next(s);
+    }
+    return NULL;
+}
