@@ -35,7 +35,7 @@ LIB_HDR := $(wildcard lib/*.h) include/timewheel.h
 STATIC := $(B)/libtimewheel.a
 SHARED := $(B)/libtimewheel.so
 
-TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TEST_SRC := $(sort $(wildcard tests/test_*.c)) tests/model.c
 TEST_BIN := $(B)/tests/twtest
 TEST_CFLAGS := $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Ilib -D_POSIX_C_SOURCE=200809L $(ALLOCDEF)
 

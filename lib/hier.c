@@ -109,13 +109,20 @@ int tw__hier_layout(struct tw_wheel *w, const struct tw_config *cfg)
     return alloc_bitmaps(w);
 }
 
+/* Last tick of the revolution starting at base; the revolutions at the end
+ * of time are cut short at UINT64_MAX. */
+static uint64_t revolution_last(uint64_t base, uint64_t span)
+{
+    return span - 1 > UINT64_MAX - base ? UINT64_MAX : base + (span - 1);
+}
+
 /* Level k's revolution and digit for tick, when tick lies in no revolution
  * it had. */
 static void level_seek(struct tw__level *lv, uint64_t tick)
 {
     if (lv->span != UINT64_MAX) {
         lv->base = tick - tick % lv->span;
-        lv->last = lv->base + (lv->span - 1);
+        lv->last = revolution_last(lv->base, lv->span);
     }
     lv->pos = (uint32_t)((tick - lv->base) / lv->width);
 }
@@ -149,7 +156,7 @@ static void move_to(struct tw_wheel *w, unsigned k, uint32_t s, uint64_t tick)
         struct tw__level *lv = &w->levels[j];
 
         lv->base = tick;
-        lv->last = tick + (lv->span - 1);
+        lv->last = revolution_last(tick, lv->span);
         lv->pos = 0;
     }
 }
