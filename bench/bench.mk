@@ -1,0 +1,56 @@
+# The comparative benchmark (issue 3), included by the top Makefile.
+#
+#   make bench          install what it needs, build build/bench/twbench and
+#                       run the quick suite (about 3 minutes on 2 cores)
+#   make bench-full     the same at full sizes, up to 10^7 timers (long)
+#   make bench-smoke    build twbench and run it once on tiny sizes (CI)
+#   make bench-docs     copy the last run's plots into docs/img/
+#
+# twbench and the library are built with the same optimisation (-O2) and the
+# project's warnings; libuv and libevent come from Debian. BENCH_ARGS passes
+# extra options, e.g. make bench BENCH_ARGS="-w churn -i hier,libuv".
+
+BENCH_DIR := build/bench
+BENCH_BIN := $(BENCH_DIR)/twbench
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_OBJ := $(patsubst bench/%.c,$(BENCH_DIR)/obj/%.o,$(BENCH_SRC))
+BENCH_HDR := $(wildcard bench/*.h) include/timewheel.h
+BENCH_OPT := -O2 -g
+BENCH_CFLAGS := $(WARN) $(BENCH_OPT) -Iinclude -D_POSIX_C_SOURCE=200809L
+# Recorded in the report: the optimisation of twbench and of the library.
+BENCH_FLAGS_STR := twbench $(BENCH_OPT), libtimewheel $(OPT) -fPIC, both -std=c11
+BENCH_LIBS := $(STATIC) -luv -levent_core -ljemalloc -lpthread -ldl -lm
+BENCH_ARGS ?=
+
+DEPS_BENCH := libuv1-dev libevent-dev gnuplot-nox
+bench bench-full bench-smoke: DEPS_EXTRA = $(DEPS_BENCH)
+
+.PHONY: bench bench-full bench-smoke bench-build bench-docs
+
+bench: deps
+	@$(MAKE) --no-print-directory bench-build
+	$(BENCH_BIN) --suite quick --out $(BENCH_DIR) $(BENCH_ARGS)
+
+bench-full: deps
+	@$(MAKE) --no-print-directory bench-build
+	$(BENCH_BIN) --suite full --out $(BENCH_DIR)/full $(BENCH_ARGS)
+
+bench-smoke: deps
+	@$(MAKE) --no-print-directory bench-build
+	$(BENCH_BIN) --suite smoke --out $(BENCH_DIR)/smoke --quiet $(BENCH_ARGS)
+
+bench-build: $(BENCH_BIN)
+
+# The library is built first by its own rules; twbench links it statically.
+$(BENCH_DIR)/obj/%.o: bench/%.c $(BENCH_HDR) bench/bench.mk
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) $(BENCH_DEFS) -c $< -o $@
+
+$(BENCH_DIR)/obj/machine.o: BENCH_DEFS = -DBENCH_CFLAGS='"$(BENCH_FLAGS_STR)"'
+
+$(BENCH_BIN): $(BENCH_OBJ) $(STATIC)
+	$(CC) -o $@ $(BENCH_OBJ) $(BENCH_LIBS)
+
+bench-docs:
+	@mkdir -p docs/img
+	cp $(BENCH_DIR)/plots/*.png docs/img/

@@ -1,0 +1,107 @@
+/*
+ * The three suites. The quick one must finish in about three minutes on a
+ * 2-core machine with all six implementations, so its sizes stop at 10^6
+ * and its per-cell budget cuts repetitions (never cells that fit) when an
+ * implementation is slow; the full one goes to 10^7.
+ */
+#include <string.h>
+
+#include "suite.h"
+
+#define SEC UINT64_C(1000000000)
+#define HOUR (3600 * SEC)
+#define DAY (24 * HOUR)
+
+/* Knobs shared by every suite: the workloads' definitions. */
+#define COMMON_PARAMS                                                          \
+    .seed = 20261122, .rearm_per_tick = 1000, .rearm_idle_ns = 30 * SEC,       \
+    .purg_rate = 100000, .purg_p50_ms = 20, .purg_p75_ms = 60,                 \
+    .purg_timeout_ms = 200, .burst_max_run = 1000, .jump_span_ns = 30 * DAY
+
+static const struct suite_sizes quick_sizes[] = {
+    {"churn", {1000, 10000, 100000, 1000000}},
+    {"expire", {1000, 10000, 100000, 1000000}},
+    {"longdelay", {100000}},
+    {"rearm", {1000, 10000, 100000, 1000000}},
+    {"purgatory", {1000000}},
+    {"memory", {1000000}},
+    {"burst", {1000, 10000, 100000, 1000000}},
+    {"jump", {10}},
+    {NULL, {0}},
+};
+
+static const struct suite_sizes full_sizes[] = {
+    {"churn", {1000, 10000, 100000, 1000000, 10000000}},
+    {"expire", {1000, 10000, 100000, 1000000, 10000000}},
+    {"longdelay", {10000, 100000, 1000000}},
+    {"rearm", {1000, 10000, 100000, 1000000, 10000000}},
+    {"purgatory", {1000000, 10000000}},
+    {"memory", {1000000, 10000000}},
+    {"burst", {1000, 10000, 100000, 1000000, 10000000}},
+    {"jump", {10}},
+    {NULL, {0}},
+};
+
+static const struct suite_sizes smoke_sizes[] = {
+    {"churn", {1000}},
+    {"expire", {1000}},
+    {"longdelay", {1000}},
+    {"rearm", {1000}},
+    {"purgatory", {10000}},
+    {"memory", {10000}},
+    {"burst", {1000}},
+    {"jump", {10}},
+    {NULL, {0}},
+};
+
+static const struct suite quick = {
+    .name = "quick",
+    .about = "sizes 10^3..10^6, 5 repetitions, 6 s per cell (make bench)",
+    .p = {COMMON_PARAMS, .reps = 5, .budget_s = 6, .churn_pairs = 200000,
+          .rearm_msgs = 200000, .longdelay_span_ns = HOUR},
+    .sizes = quick_sizes,
+};
+
+static const struct suite full = {
+    .name = "full",
+    .about = "sizes 10^3..10^7, 7 repetitions, 120 s per cell "
+             "(make bench-full)",
+    .p = {COMMON_PARAMS, .reps = 7, .budget_s = 120, .churn_pairs = 1000000,
+          .rearm_msgs = 1000000, .longdelay_span_ns = HOUR},
+    .sizes = full_sizes,
+};
+
+static const struct suite smoke = {
+    .name = "smoke",
+    .about = "tiny sizes, 1 repetition, a simulated minute for longdelay "
+             "(make bench-smoke, CI)",
+    .p = {COMMON_PARAMS, .reps = 1, .budget_s = 2, .churn_pairs = 10000,
+          .rearm_msgs = 10000, .longdelay_span_ns = 60 * SEC},
+    .sizes = smoke_sizes,
+};
+
+const struct suite *const bench_suites[] = {&quick, &full, &smoke};
+const unsigned bench_nsuites = sizeof(bench_suites) / sizeof(bench_suites[0]);
+
+const struct suite *suite_find(const char *name)
+{
+    for (unsigned i = 0; i < bench_nsuites; i++)
+        if (strcmp(bench_suites[i]->name, name) == 0)
+            return bench_suites[i];
+    return NULL;
+}
+
+size_t suite_sizes(const struct suite *s, const char *workload,
+                   uint64_t *out, size_t max)
+{
+    for (const struct suite_sizes *z = s->sizes; z->workload; z++) {
+        size_t k = 0;
+
+        if (strcmp(z->workload, workload) != 0)
+            continue;
+        while (k < SUITE_MAX_SIZES && k < max && z->n[k])
+            out[k] = z->n[k], k++;
+        return k;
+    }
+    return 0;
+}
