@@ -23,6 +23,9 @@
 #define PER_PROD 400000 /* more than fit in STRESS_NS: stop cuts them off */
 #define RING 16 /* cancels lag this many schedules behind */
 #define STRESS_NS (250 * MS)
+/* Stop once every producer has scheduled this many, or after STRESS_NS:
+ * either way well before any can finish, so stop always races them. */
+#define STOP_AFTER (PER_PROD / 8)
 #define SEED UINT64_C(0x5eed5eed)
 
 struct rec {
@@ -36,7 +39,7 @@ struct producer {
     struct tw_service *s;
     struct rec *recs;
     uint64_t seed;
-    int accepted;    /* recs[0 .. accepted) were scheduled */
+    atomic_int accepted; /* recs[0 .. accepted) were scheduled */
     int refused;     /* -EAGAIN */
     int shutdown_rc; /* the error that ended the loop */
 };
@@ -113,8 +116,8 @@ static void *produce(void *arg)
     struct tw_handle *ring[RING] = {0};
     int ring_who[RING] = {0};
 
-    while (p->accepted < PER_PROD) {
-        int rc = schedule_one(p, p->accepted, ring, ring_who);
+    while (atomic_load(&p->accepted) < PER_PROD) {
+        int rc = schedule_one(p, atomic_load(&p->accepted), ring, ring_who);
 
         if (rc == -EAGAIN) {
             p->refused++;
@@ -124,16 +127,16 @@ static void *produce(void *arg)
             p->shutdown_rc = rc;
             break;
         }
-        p->accepted++;
+        atomic_fetch_add(&p->accepted, 1);
     }
     for (int k = 0; k < RING; k++)
         cancel_one(p, &ring[k], &ring_who[k]);
     return NULL;
 }
 
-static void check_producer(const struct producer *p, int id, uint64_t seed)
+static void check_producer(struct producer *p, int id, uint64_t seed)
 {
-    for (int i = 0; i < p->accepted; i++) {
+    for (int i = 0; i < atomic_load(&p->accepted); i++) {
         const struct rec *r = &p->recs[i];
         int ran = atomic_load(&r->ran), back = atomic_load(&r->back);
 
@@ -158,7 +161,7 @@ static void stress(enum tw_mode mode, unsigned threads, size_t max_pending)
     struct producer p[NPROD];
     pthread_t tid[NPROD];
     struct tw_service_stats st;
-    struct timespec pause = {0, (long)STRESS_NS};
+    struct timespec ms = {0, (long)MS};
     uint64_t accepted = 0, ran = 0;
     int cut_off = 0;
 
@@ -174,16 +177,25 @@ static void stress(enum tw_mode mode, unsigned threads, size_t max_pending)
         cr_assert_not_null(p[i].recs);
         cr_assert_eq(pthread_create(&tid[i], NULL, produce, &p[i]), 0);
     }
-    nanosleep(&pause, NULL);
+    for (uint64_t waited = 0; waited < STRESS_NS; waited += MS) {
+        int behind = 0;
+
+        for (int i = 0; i < NPROD; i++)
+            behind += atomic_load(&p[i].accepted) < STOP_AFTER;
+        if (!behind)
+            break;
+        nanosleep(&ms, NULL);
+    }
     cr_assert_eq(tw_service_stop(s, handed_back, NULL), 0);
     for (int i = 0; i < NPROD; i++) {
         pthread_join(tid[i], NULL);
-        cr_assert(p[i].accepted == PER_PROD || p[i].shutdown_rc == -ESHUTDOWN,
+        cr_assert(atomic_load(&p[i].accepted) == PER_PROD ||
+                      p[i].shutdown_rc == -ESHUTDOWN,
                   "producer %d ended on %d", i, p[i].shutdown_rc);
         cut_off += p[i].shutdown_rc == -ESHUTDOWN;
         check_producer(&p[i], i, SEED);
-        accepted += (uint64_t)p[i].accepted;
-        for (int k = 0; k < p[i].accepted; k++)
+        accepted += (uint64_t)atomic_load(&p[i].accepted);
+        for (int k = 0; k < atomic_load(&p[i].accepted); k++)
             ran += (uint64_t)atomic_load(&p[i].recs[k].ran);
         free(p[i].recs);
     }
