@@ -35,7 +35,7 @@ LIB_HDR := $(wildcard lib/*.h) include/timewheel.h
 STATIC := $(B)/libtimewheel.a
 SHARED := $(B)/libtimewheel.so
 
-TEST_SRC := $(sort $(wildcard tests/test_*.c)) tests/model.c
+TEST_SRC := $(sort $(wildcard tests/test_*.c)) tests/model.c tests/util.c
 TEST_BIN := $(B)/tests/twtest
 TEST_CFLAGS := $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Ilib -D_POSIX_C_SOURCE=200809L $(ALLOCDEF)
 
@@ -59,7 +59,7 @@ $(STATIC): $(LIB_OBJ)
 $(SHARED): $(LIB_OBJ)
 	$(CC) -shared $(SANFLAGS) -Wl,-soname,libtimewheel.so.0 -o $@ $^ $(LDLIBS_LIB)
 
-$(TEST_BIN): $(TEST_SRC) tests/model.h $(STATIC)
+$(TEST_BIN): $(TEST_SRC) tests/model.h tests/util.h $(STATIC)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -o $@ $(TEST_SRC) $(STATIC) -lcriterion $(LDLIBS_LIB) -lm
 

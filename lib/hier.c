@@ -12,8 +12,7 @@
  *   3      24     1 h          1 day            the current day
  *   4      64     1 day        64 days          ...
  *   5      64     64 days      ~11.2 years
- *   6      64     ~11.2 years  ~718 years
- *   7      64     ~718 years   ~45,900 years    (covers UINT64_MAX ns)
+ *   6      64     ~11.2 years  ~718 years       (UINT64_MAX ns: ~584 years)
  *
  * Levels past the configured ones have 64 slots and are added at creation
  * until the top level covers max_tick; they cost a few KB and are never

@@ -1,0 +1,351 @@
+/*
+ * Named cases of the advance contract, each run on both designs: exact tick
+ * boundaries, the ends of time, order, callbacks that cancel and re-arm,
+ * deferral, the bounded advance and advancing backwards.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+
+#include "util.h"
+
+static const enum tw_mode modes[] = {TW_HIER, TW_HASHED};
+#define EACH_MODE(m)                                                           \
+    for (size_t mi_ = 0; mi_ < 2; mi_++)                                       \
+        for (enum tw_mode m = modes[mi_], once_ = 1; once_; once_ = 0)
+
+/* A timer due exactly at d fires on the advance that reaches d, not one ns
+ * before; timers one tick either side fire on their own ticks. */
+static void exact_boundary(enum tw_mode mode, uint64_t d)
+{
+    struct tw_wheel *w = wheel_new(mode);
+    struct rec before, at, after;
+    uint64_t step = mode == TW_HIER ? d - 2 * MS : d - 3 * MS;
+
+    rec_init(&before, w);
+    rec_init(&at, w);
+    rec_init(&after, w);
+    cr_assert_eq(tw_schedule(w, &before.t, d - MS), 0);
+    cr_assert_eq(tw_schedule(w, &at.t, d), 0);
+    cr_assert_eq(tw_schedule(w, &after.t, d + MS), 0);
+    /* The hashed wheel walks every tick: get close in one call first. */
+    cr_assert_eq(tw_advance(w, step), 0);
+    cr_assert_eq(tw_advance(w, d - MS - 1), 0);
+    cr_assert_eq(tw_advance(w, d - MS), 1);
+    cr_assert_eq(before.fired, 1);
+    cr_assert_eq(tw_advance(w, d - 1), 0);
+    cr_assert_eq(at.fired, 0);
+    cr_assert_eq(tw_advance(w, d), 1);
+    cr_assert_eq(at.fired, 1);
+    cr_assert_eq(at.at, d);
+    wheel_ok(w);
+    cr_assert_eq(tw_advance(w, d + MS), 1);
+    cr_assert_eq(after.fired, 1);
+    cr_assert_eq(tw_pending(w), 0);
+    tw_destroy(w);
+}
+
+Test(advance, exact_at_second_minute_hour_day)
+{
+    exact_boundary(TW_HIER, SEC);
+    exact_boundary(TW_HIER, 60 * SEC);
+    exact_boundary(TW_HIER, 3600 * SEC);
+    exact_boundary(TW_HIER, 86400 * SEC);
+    exact_boundary(TW_HASHED, SEC);
+    exact_boundary(TW_HASHED, 60 * SEC);
+    exact_boundary(TW_HASHED, 3600 * SEC);
+    exact_boundary(TW_HASHED, 86400 * SEC);
+}
+
+Test(advance, deadline_between_boundaries_rounds_up)
+{
+    EACH_MODE(mode)
+    {
+        struct tw_wheel *w = wheel_new(mode);
+        struct rec r;
+
+        rec_init(&r, w);
+        cr_assert_eq(tw_schedule(w, &r.t, 5 * MS + 1), 0);
+        cr_assert_eq(tw_advance(w, 6 * MS - 1), 0);
+        cr_assert_eq(tw_advance(w, 6 * MS), 1);
+        tw_destroy(w);
+    }
+}
+
+Test(advance, deadline_zero_and_past_run_on_next_advance)
+{
+    EACH_MODE(mode)
+    {
+        struct tw_wheel *w = wheel_new(mode);
+        struct rec zero, past;
+
+        rec_init(&zero, w);
+        rec_init(&past, w);
+        cr_assert_eq(tw_advance(w, 10 * MS), 0);
+        cr_assert_eq(tw_schedule(w, &zero.t, 0), 0);
+        cr_assert_eq(tw_schedule(w, &past.t, 3 * MS), 0);
+        cr_assert_eq(tw_next_deadline(w), 10 * MS);
+        wheel_ok(w);
+        cr_assert_eq(tw_advance(w, 10 * MS), 2);
+        cr_assert_eq(zero.fired + past.fired, 2);
+        tw_destroy(w);
+    }
+}
+
+Test(advance, uint64_max_is_held_not_wrapped)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec end, late;
+
+    rec_init(&end, w);
+    rec_init(&late, w);
+    cr_assert_eq(tw_schedule(w, &end.t, UINT64_MAX), 0);
+    /* now + delay overflows: saturates at UINT64_MAX. */
+    cr_assert_eq(tw_advance(w, 5 * MS), 0);
+    cr_assert_eq(tw_schedule_after(w, &late.t, UINT64_MAX - MS), 0);
+    cr_assert_eq(tw_timer_deadline(&late.t), UINT64_MAX);
+    wheel_ok(w);
+    cr_assert_eq(tw_advance(w, UINT64_MAX - 1), 0);
+    cr_assert_eq(tw_pending(w), 2);
+    cr_assert_eq(tw_advance(w, UINT64_MAX), 2);
+    cr_assert_eq(end.at, UINT64_MAX);
+    tw_destroy(w);
+}
+
+Test(advance, hashed_holds_uint64_max_with_rounds)
+{
+    struct tw_wheel *w = wheel_new(TW_HASHED);
+    struct rec end;
+
+    rec_init(&end, w);
+    cr_assert_eq(tw_schedule(w, &end.t, UINT64_MAX), 0);
+    cr_assert_eq(tw_advance(w, 10 * SEC), 0);
+    cr_assert(tw_timer_pending(&end.t));
+    wheel_ok(w);
+    tw_destroy(w);
+    cr_assert(!tw_timer_pending(&end.t));
+}
+
+Test(advance, thirty_days_in_one_call)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec r[6];
+    const uint64_t day = 86400 * SEC;
+    const uint64_t when[6] = {MS, SEC + 7 * MS, 59 * SEC, 3 * 3600 * SEC,
+                              29 * day + 17 * MS, 30 * day};
+
+    for (int i = 5; i >= 0; i--) {
+        rec_init(&r[i], w);
+        cr_assert_eq(tw_schedule(w, &r[i].t, when[i]), 0);
+    }
+    cr_assert_eq(tw_advance(w, 30 * day), 6);
+    for (int i = 0; i < 6; i++) {
+        cr_assert_eq(r[i].fired, 1);
+        cr_assert_eq(r[i].seq, r[0].seq + i, "fired out of order");
+    }
+    wheel_ok(w);
+    tw_destroy(w);
+}
+
+Test(advance, hashed_long_jump_steps_every_tick)
+{
+    struct tw_wheel *w = wheel_new(TW_HASHED);
+    struct rec a, b;
+
+    rec_init(&a, w);
+    rec_init(&b, w);
+    cr_assert_eq(tw_schedule(w, &b.t, 600 * SEC + 3 * MS), 0);
+    cr_assert_eq(tw_schedule(w, &a.t, 90 * SEC), 0);
+    cr_assert_eq(tw_advance(w, 601 * SEC), 2);
+    cr_assert_lt(a.seq, b.seq);
+    tw_destroy(w);
+}
+
+Test(advance, backwards_changes_nothing)
+{
+    EACH_MODE(mode)
+    {
+        struct tw_wheel *w = wheel_new(mode);
+        struct rec r;
+
+        rec_init(&r, w);
+        cr_assert_eq(tw_advance(w, 50 * MS), 0);
+        cr_assert_eq(tw_schedule(w, &r.t, 10 * MS), 0);
+        cr_assert_eq(tw_advance(w, 49 * MS), -ERANGE);
+        cr_assert_eq(tw_now(w), 50 * MS);
+        cr_assert_eq(r.fired, 0);
+        cr_assert_eq(tw_pending(w), 1);
+        cr_assert_eq(tw_advance(w, 50 * MS), 1);
+        tw_destroy(w);
+    }
+}
+
+Test(advance, order_of_due_tick)
+{
+    EACH_MODE(mode)
+    {
+        struct tw_wheel *w = wheel_new(mode);
+        struct rec r[50];
+
+        /* Scheduled in a scrambled order, one tick apart or more. */
+        for (int i = 0; i < 50; i++) {
+            int k = (i * 17) % 50;
+
+            rec_init(&r[k], w);
+            cr_assert_eq(tw_schedule(w, &r[k].t, (uint64_t)(k + 1) * 37 * MS),
+                         0);
+        }
+        cr_assert_eq(tw_advance(w, 50 * 37 * MS), 50);
+        for (int i = 1; i < 50; i++)
+            cr_assert_eq(r[i].seq, r[i - 1].seq + 1);
+        tw_destroy(w);
+    }
+}
+
+Test(advance, cancel_from_earlier_callback_in_same_tick)
+{
+    EACH_MODE(mode)
+    {
+        struct tw_wheel *w = wheel_new(mode);
+        struct rec a, b;
+
+        rec_init(&a, w);
+        rec_init(&b, w);
+        a.victim = &b;
+        b.victim = &a;
+        cr_assert_eq(tw_schedule(w, &a.t, 20 * MS), 0);
+        cr_assert_eq(tw_schedule(w, &b.t, 20 * MS + 5), 0);
+        cr_assert_eq(tw_advance(w, 21 * MS), 1);
+        cr_assert_eq(a.fired + b.fired, 1, "cancelled timer ran");
+        cr_assert_eq(a.fired ? a.victim_rc : b.victim_rc, 1);
+        cr_assert_eq(tw_pending(w), 0);
+        tw_destroy(w);
+    }
+}
+
+Test(advance, periodic_self_rearm)
+{
+    EACH_MODE(mode)
+    {
+        struct tw_wheel *w = wheel_new(mode);
+        struct rec r;
+
+        rec_init(&r, w);
+        r.period = 10 * MS;
+        cr_assert_eq(tw_schedule_after(w, &r.t, 10 * MS), 0);
+        for (uint64_t t = MS; t <= SEC; t += MS)
+            cr_assert_geq(tw_advance(w, t), 0);
+        cr_assert_eq(r.fired, 100);
+        cr_assert_eq(r.at, SEC);
+        /* After a stall, each fixed-rate re-arm lands in a tick this
+         * advance already reached, so it runs once per advance. */
+        cr_assert_eq(tw_advance(w, 5 * SEC), 1);
+        cr_assert_eq(tw_advance(w, 5 * SEC), 1);
+        cr_assert_eq(tw_advance(w, 5 * SEC), 1);
+        cr_assert_eq(tw_timer_deadline(&r.t), SEC + 40 * MS);
+        cr_assert(tw_timer_pending(&r.t));
+        tw_destroy(w);
+    }
+}
+
+static void rearm_now(struct tw_timer *t, void *arg)
+{
+    struct tw_wheel *w = arg;
+
+    cr_assert_eq(tw_schedule(w, t, 0), 0);
+    cr_assert_eq(tw_advance(w, tw_now(w)), -EBUSY);
+    cr_assert_eq(tw_destroy(w), -EBUSY);
+}
+
+Test(advance, rearm_into_the_past_cannot_livelock)
+{
+    EACH_MODE(mode)
+    {
+        struct tw_wheel *w = wheel_new(mode);
+        struct tw_timer t;
+
+        tw_timer_init(&t, rearm_now, w);
+        cr_assert_eq(tw_schedule(w, &t, 0), 0);
+        for (int i = 0; i < 5; i++)
+            cr_assert_eq(tw_advance(w, 7 * MS), 1);
+        cr_assert(tw_timer_pending(&t));
+        cr_assert_eq(tw_cancel(w, &t), 1);
+        tw_destroy(w);
+    }
+}
+
+Test(advance, bounded_spreads_a_burst)
+{
+    EACH_MODE(mode)
+    {
+        struct tw_wheel *w = wheel_new(mode);
+        static struct rec r[100], late;
+        int64_t total = 0;
+
+        for (int i = 0; i < 100; i++) {
+            rec_init(&r[i], w);
+            cr_assert_eq(tw_schedule(w, &r[i].t, 5 * MS), 0);
+        }
+        rec_init(&late, w);
+        cr_assert_eq(tw_schedule(w, &late.t, 6 * MS), 0);
+        cr_assert_eq(tw_advance_bounded(w, 10 * MS, 30), 30);
+        cr_assert_eq(tw_pending(w), 71);
+        cr_assert_eq(tw_next_deadline(w), 10 * MS);
+        wheel_ok(w);
+        cr_assert_eq(tw_advance_bounded(w, 10 * MS, 0), -EINVAL);
+        for (int i = 0; i < 3; i++)
+            total += tw_advance_bounded(w, 10 * MS, 30);
+        cr_assert_eq(total, 71);
+        cr_assert_eq(late.fired, 1);
+        for (int i = 0; i < 100; i++)
+            cr_assert_lt(r[i].seq, late.seq, "later tick ran first");
+        cr_assert_eq(tw_advance_bounded(w, 10 * MS, 30), 0);
+        tw_destroy(w);
+    }
+}
+
+Test(advance, bounded_then_schedule_inside_the_gap)
+{
+    EACH_MODE(mode)
+    {
+        struct tw_wheel *w = wheel_new(mode);
+        struct rec a, b, c;
+
+        rec_init(&a, w);
+        rec_init(&b, w);
+        rec_init(&c, w);
+        cr_assert_eq(tw_schedule(w, &a.t, 2 * MS), 0);
+        cr_assert_eq(tw_schedule(w, &c.t, 8 * MS), 0);
+        cr_assert_eq(tw_advance_bounded(w, 10 * MS, 1), 1);
+        /* The wheel stopped at a's tick; b lands between a and c. */
+        cr_assert_eq(tw_schedule(w, &b.t, 5 * MS), 0);
+        cr_assert_eq(tw_advance(w, 10 * MS), 2);
+        cr_assert_lt(b.seq, c.seq);
+        tw_destroy(w);
+    }
+}
+
+Test(advance, rearm_later_does_not_block_others)
+{
+    EACH_MODE(mode)
+    {
+        struct tw_wheel *w = wheel_new(mode);
+        struct rec head, behind;
+
+        /* Same slot at every level, head first: the FIFO pitfall. */
+        rec_init(&head, w);
+        rec_init(&behind, w);
+        cr_assert_eq(tw_schedule(w, &head.t, 70 * SEC), 0);
+        cr_assert_eq(tw_schedule(w, &behind.t, 70 * SEC + 1), 0);
+        cr_assert_eq(tw_rearm(w, &head.t, 200 * SEC), 1);
+        cr_assert_eq(tw_pending(w), 2);
+        cr_assert_eq(tw_advance(w, 71 * SEC), 1);
+        cr_assert_eq(behind.fired, 1);
+        cr_assert_eq(head.fired, 0);
+        /* And earlier again. */
+        cr_assert_eq(tw_rearm(w, &head.t, 72 * SEC), 1);
+        cr_assert_eq(tw_advance(w, 72 * SEC), 1);
+        cr_assert_eq(head.at, 72 * SEC);
+        cr_assert_eq(tw_advance(w, 300 * SEC), 0);
+        tw_destroy(w);
+    }
+}

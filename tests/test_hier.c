@@ -1,0 +1,151 @@
+/*
+ * The hierarchical design's own promises: the default clock layout, the
+ * demotion path of a timer (once per level, down to its exact tick), the
+ * extra levels that reach UINT64_MAX, and layouts of every shape.
+ */
+#include <criterion/criterion.h>
+
+#include "util.h"
+#include "wheel.h"
+
+/* The level whose slot list holds t, found by walking to the list head. */
+static int level_of(const struct tw_wheel *w, const struct tw_timer *t)
+{
+    const struct tw_link *n = t->link.next;
+
+    while (n && ((uintptr_t)n < (uintptr_t)w->slots ||
+                 (uintptr_t)n >= (uintptr_t)(w->slots + w->nslots)))
+        n = n->next;
+    if (!n)
+        return -1;
+    for (unsigned k = 0; k < w->nlevels; k++)
+        if ((size_t)(n - w->slots) < w->levels[k].first + w->levels[k].nslots)
+            return (int)k;
+    return -1;
+}
+
+Test(hier, default_layout_reads_like_a_clock)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    const uint32_t slots[] = {1000, 60, 60, 24};
+    const uint64_t width[] = {1, 1000, 60000, 3600000};
+
+    for (int k = 0; k < 4; k++) {
+        cr_assert_eq(w->levels[k].nslots, slots[k]);
+        cr_assert_eq(w->levels[k].width, width[k]);
+    }
+    /* 64-slot levels above the day wheel until UINT64_MAX ns fits. */
+    cr_assert_eq(w->nlevels, 7);
+    for (unsigned k = 4; k < w->nlevels; k++)
+        cr_assert_eq(w->levels[k].nslots, 64);
+    cr_assert_geq(w->levels[6].last, w->max_tick);
+    cr_assert_lt(w->levels[5].last, w->max_tick);
+    tw_destroy(w);
+}
+
+Test(hier, demoted_once_per_level_to_its_exact_tick)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    const uint64_t d = 3600 * SEC + 60 * SEC + SEC + MS;
+    const uint64_t expect_at[] = {3600 * SEC, 3660 * SEC, 3661 * SEC, d};
+    struct rec r;
+    int level;
+
+    rec_init(&r, w);
+    cr_assert_eq(tw_schedule(w, &r.t, d), 0);
+    level = level_of(w, &r.t);
+    cr_assert_eq(level, 3, "1 h 1 min 1 s 1 ms waits in the day wheel");
+    for (int step = 0; step < 4; step++) {
+        uint64_t next = tw_next_deadline(w);
+
+        cr_assert_eq(next, expect_at[step]);
+        cr_assert_eq(tw_advance(w, next - 1), 0);
+        cr_assert_eq(level_of(w, &r.t), level, "moved early");
+        cr_assert_eq(tw_advance(w, next), step == 3);
+        if (step < 3) {
+            cr_assert_eq(level_of(w, &r.t), level - 1, "one level down");
+            level--;
+        }
+        wheel_ok(w);
+    }
+    cr_assert_eq(r.at, d);
+    tw_destroy(w);
+}
+
+Test(hier, far_deadlines_need_no_rounds)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec r[3];
+    const uint64_t when[3] = {400 * 86400 * SEC, UINT64_MAX / 3,
+                              UINT64_MAX - 1};
+
+    for (int i = 0; i < 3; i++) {
+        rec_init(&r[i], w);
+        cr_assert_eq(tw_schedule(w, &r[i].t, when[i]), 0);
+        cr_assert_geq(level_of(w, &r[i].t), 4);
+    }
+    wheel_ok(w);
+    for (int i = 0; i < 3; i++) {
+        /* The first boundary at or after the deadline; the last one is cut
+         * short at UINT64_MAX. */
+        uint64_t up = when[i] % MS ? when[i] + (MS - when[i] % MS) : when[i];
+
+        if (up < when[i])
+            up = UINT64_MAX;
+        cr_assert_eq(tw_advance(w, up - 1), 0, "i=%d", i);
+        cr_assert_eq(tw_advance(w, up), 1, "i=%d", i);
+        cr_assert_eq(r[i].fired, 1);
+        wheel_ok(w);
+    }
+    tw_destroy(w);
+}
+
+Test(hier, many_layouts_hold_every_range)
+{
+    static const uint32_t l1[] = {2}, l2[] = {4096, 4096},
+                          l3[] = {64, 64, 64, 64, 64, 64, 64, 64};
+    static const uint32_t *layouts[] = {l1, l2, l3};
+    static const unsigned levels[] = {1, 2, 8};
+    static const uint64_t ticks[] = {1, 1000, MS};
+
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 3; j++) {
+            struct tw_config cfg;
+            struct tw_wheel *w;
+            struct rec r;
+
+            tw_config_init(&cfg, TW_HIER);
+            cfg.slots = layouts[i];
+            cfg.levels = levels[i];
+            cfg.tick_ns = ticks[j];
+            w = tw_create(&cfg, NULL);
+            cr_assert_not_null(w);
+            cr_assert_geq(w->levels[w->nlevels - 1].last, w->max_tick);
+            rec_init(&r, w);
+            cr_assert_eq(tw_schedule(w, &r.t, UINT64_MAX / 7), 0);
+            wheel_ok(w);
+            cr_assert_eq(tw_advance(w, UINT64_MAX / 7 - 1), 0);
+            cr_assert_eq(tw_advance(w, UINT64_MAX / 7 + ticks[j]), 1);
+            tw_destroy(w);
+        }
+    }
+}
+
+Test(hier, empty_slots_leave_no_bits)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec r[3];
+
+    for (int i = 0; i < 3; i++) {
+        rec_init(&r[i], w);
+        cr_assert_eq(tw_schedule(w, &r[i].t, (uint64_t)(i + 1) * 3 * SEC), 0);
+    }
+    cr_assert_neq(w->occupied, 0);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(tw_cancel(w, &r[i].t), 1);
+    cr_assert_eq(w->occupied, 0);
+    for (unsigned k = 0; k < w->nlevels; k++)
+        cr_assert_eq(w->levels[k].bits.summary, 0);
+    cr_assert_eq(tw_next_deadline(w), UINT64_MAX);
+    tw_destroy(w);
+}

@@ -1,0 +1,148 @@
+/*
+ * Timer operations and their answers to bad input: schedule, re-arm,
+ * cancel, the queries, on NULLs, zeroed timers, NULL callbacks, pending and
+ * idle timers.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "util.h"
+
+static void nop(struct tw_timer *t, void *arg)
+{
+    (void)t;
+    (void)arg;
+}
+
+Test(timer, size_fits_48_bytes)
+{
+    cr_assert_leq(sizeof(struct tw_timer), 48);
+}
+
+Test(timer, init_makes_idle_timer)
+{
+    struct tw_timer t;
+    int arg;
+
+    memset(&t, 0xa5, sizeof(t));
+    tw_timer_init(&t, nop, &arg);
+    cr_assert(!tw_timer_pending(&t));
+    cr_assert_eq(t.arg, &arg);
+    tw_timer_init(NULL, nop, NULL); /* no-op */
+}
+
+Test(timer, null_arguments)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct tw_timer t;
+
+    tw_timer_init(&t, nop, NULL);
+    cr_assert_eq(tw_schedule(NULL, &t, 1), -EINVAL);
+    cr_assert_eq(tw_schedule(w, NULL, 1), -EINVAL);
+    cr_assert_eq(tw_schedule_after(NULL, &t, 1), -EINVAL);
+    cr_assert_eq(tw_schedule_after(w, NULL, 1), -EINVAL);
+    cr_assert_eq(tw_rearm(NULL, &t, 1), -EINVAL);
+    cr_assert_eq(tw_rearm(w, NULL, 1), -EINVAL);
+    cr_assert_eq(tw_rearm_after(NULL, &t, 1), -EINVAL);
+    cr_assert_eq(tw_cancel(NULL, &t), -EINVAL);
+    cr_assert_eq(tw_cancel(w, NULL), -EINVAL);
+    cr_assert(!tw_timer_pending(NULL));
+    cr_assert_eq(tw_timer_deadline(NULL), 0);
+    cr_assert_eq(tw_pending(w), 0);
+    tw_destroy(w);
+}
+
+Test(timer, zeroed_timer_and_null_callback_refused)
+{
+    struct tw_wheel *w = wheel_new(TW_HASHED);
+    struct tw_timer zero, nocb;
+
+    memset(&zero, 0, sizeof(zero));
+    tw_timer_init(&nocb, NULL, NULL);
+    cr_assert(!tw_timer_pending(&zero));
+    cr_assert_eq(tw_schedule(w, &zero, 5 * MS), -EINVAL);
+    cr_assert_eq(tw_rearm(w, &zero, 5 * MS), -EINVAL);
+    cr_assert_eq(tw_schedule(w, &nocb, 5 * MS), -EINVAL);
+    cr_assert_eq(tw_rearm_after(w, &nocb, 5 * MS), -EINVAL);
+    cr_assert_eq(tw_cancel(w, &zero), 0);
+    cr_assert_eq(tw_pending(w), 0);
+    wheel_ok(w);
+    tw_destroy(w);
+}
+
+Test(timer, schedule_twice_is_busy_and_keeps_first)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec r;
+
+    rec_init(&r, w);
+    cr_assert_eq(tw_schedule(w, &r.t, 5 * MS), 0);
+    cr_assert_eq(tw_schedule(w, &r.t, 9 * MS), -EBUSY);
+    cr_assert_eq(tw_timer_deadline(&r.t), 5 * MS);
+    cr_assert_eq(tw_pending(w), 1);
+    wheel_ok(w);
+    cr_assert_eq(tw_advance(w, 5 * MS), 1);
+    tw_destroy(w);
+}
+
+Test(timer, rearm_moves_and_reports_pending)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec r;
+
+    rec_init(&r, w);
+    cr_assert_eq(tw_rearm(w, &r.t, 5 * MS), 0);
+    cr_assert_eq(tw_rearm(w, &r.t, 50 * SEC), 1);
+    cr_assert_eq(tw_rearm_after(w, &r.t, 3 * MS), 1);
+    cr_assert_eq(tw_pending(w), 1);
+    cr_assert_eq(tw_timer_deadline(&r.t), 3 * MS);
+    wheel_ok(w);
+    cr_assert_eq(tw_advance(w, 60 * SEC), 1);
+    cr_assert_eq(r.at, 60 * SEC);
+    tw_destroy(w);
+}
+
+Test(timer, cancel_twice_and_cancel_idle)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec r;
+
+    rec_init(&r, w);
+    cr_assert_eq(tw_cancel(w, &r.t), 0);
+    cr_assert_eq(tw_schedule(w, &r.t, 5 * MS), 0);
+    cr_assert_eq(tw_cancel(w, &r.t), 1);
+    cr_assert_eq(tw_cancel(w, &r.t), 0);
+    cr_assert_eq(tw_pending(w), 0);
+    cr_assert_eq(tw_advance(w, SEC), 0);
+    cr_assert_eq(r.fired, 0);
+    wheel_ok(w);
+    tw_destroy(w);
+}
+
+Test(timer, cancel_of_due_timer_before_it_runs)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec r;
+
+    rec_init(&r, w);
+    cr_assert_eq(tw_advance(w, 10 * MS), 0);
+    cr_assert_eq(tw_schedule(w, &r.t, MS), 0); /* due: deferred */
+    cr_assert_eq(tw_cancel(w, &r.t), 1);
+    cr_assert_eq(tw_advance(w, 10 * MS), 0);
+    tw_destroy(w);
+}
+
+Test(timer, schedule_after_uses_wheel_time)
+{
+    struct tw_wheel *w = wheel_new(TW_HASHED);
+    struct tw_timer t;
+
+    tw_timer_init(&t, nop, NULL);
+    cr_assert_eq(tw_advance(w, 40 * MS), 0);
+    cr_assert_eq(tw_schedule_after(w, &t, 2 * MS), 0);
+    cr_assert_eq(tw_timer_deadline(&t), 42 * MS);
+    cr_assert_eq(tw_advance(w, 41 * MS), 0);
+    cr_assert_eq(tw_advance(w, 42 * MS), 1);
+    tw_destroy(w);
+}
