@@ -63,14 +63,19 @@ void tw__worker_kick(struct tw_service *s)
     pthread_mutex_unlock(&s->lock);
 }
 
-/* After pushing something due at `due`: wake the worker if it sleeps past
- * that. The barrier pairs with the one in publish_sleep(). It is liburcu's,
- * the same the queue itself uses, and one GCC's ThreadSanitizer accepts
- * (it refuses atomic_thread_fence). */
+/* After pushing something due at `due`: wake the worker if it would
+ * otherwise sleep past due's tick boundary. A timer due within the last tick
+ * before the worker's wake-up fires on that wake-up anyway (it is admitted
+ * and then due), so it needs no kick: with timers arriving a tick or more
+ * ahead, as most do, producers never make a system call. The barrier pairs
+ * with the one in publish_sleep(); it is liburcu's, the one the queue itself
+ * uses, and one GCC's ThreadSanitizer accepts (it refuses
+ * atomic_thread_fence). */
 void tw__worker_notify(struct tw_service *s, uint64_t due)
 {
     cmm_smp_mb();
-    if (due < atomic_load_explicit(&s->sleep_until, memory_order_relaxed))
+    if (tw__add_sat(due, s->tick_ns) <=
+        atomic_load_explicit(&s->sleep_until, memory_order_relaxed))
         tw__worker_kick(s);
 }
 

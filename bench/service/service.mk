@@ -1,0 +1,35 @@
+# The timer service benchmark (issue 4): bench/service/svcbench.c.
+# Meant to be included by the top Makefile or bench/bench.mk, after them.
+#
+#   make svcbench            build build/bench/svcbench (in a sanitizer
+#                            variant: build/<variant>/bench/svcbench)
+#   make bench-service       run it in full, appending to build/bench/service.csv
+#   make bench-service-quick the same, short (CI)
+#   make svcbench-stress     the accounting stress only; with SAN=thread it is
+#                            the ThreadSanitizer check that needs no Criterion
+#
+# It links the static library with the library's own dependencies
+# (LDLIBS_LIB), so it follows whatever the library needs.
+
+SVC_BENCH_BIN := $(if $(SAN),$(B)/bench/svcbench,build/bench/svcbench)
+SVC_BENCH_CSV ?= build/bench/service.csv
+
+.PHONY: svcbench bench-service bench-service-quick svcbench-stress
+
+$(SVC_BENCH_BIN): bench/service/svcbench.c include/timewheel.h $(STATIC)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) -O2 -g $(SANFLAGS) -Iinclude -D_POSIX_C_SOURCE=200809L \
+	    -o $@ bench/service/svcbench.c $(STATIC) $(LDLIBS_LIB) -lm
+
+svcbench: $(SVC_BENCH_BIN)
+
+bench-service: $(SVC_BENCH_BIN)
+	@mkdir -p $(dir $(SVC_BENCH_CSV))
+	$(SVC_BENCH_BIN) --csv $(SVC_BENCH_CSV)
+
+bench-service-quick: $(SVC_BENCH_BIN)
+	@mkdir -p $(dir $(SVC_BENCH_CSV))
+	$(SVC_BENCH_BIN) --quick --csv $(SVC_BENCH_CSV)
+
+svcbench-stress: $(SVC_BENCH_BIN)
+	$(SVC_BENCH_BIN) --quick stress

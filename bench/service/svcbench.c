@@ -1,0 +1,440 @@
+/*
+ * svcbench: benchmarks of the threaded timer service (issue 4).
+ *
+ *   service-throughput  schedules per second from 1 and 2 producer threads
+ *                       (fire-and-forget timers due 1..100 ms out, so the
+ *                       worker admits and fires them meanwhile)
+ *   service-latency     how late callbacks run (p50/p99/max) at a 1 ms tick
+ *                       while 10^5 timers per second are scheduled
+ *   service-idle        worker wake-ups per second with 10^5 timers pending
+ *                       an hour out
+ *   stress              not a benchmark: producers schedule and cancel while
+ *                       timers fire, then stop; exits 1 unless
+ *                       scheduled == ran + cancelled + handed back exactly
+ *                       (meant for ThreadSanitizer builds)
+ *
+ * Every workload runs through the same table of implementations (`impls`),
+ * so hier and hashed see the identical operation sequence. Results are
+ * printed as a table and, with --csv FILE, appended to FILE as rows of
+ * workload,impl,n,metric,value,unit.
+ *
+ * usage: svcbench [--quick] [--csv FILE] [WORKLOAD...]
+ *        (WORKLOAD: throughput latency idle stress; default: the first three)
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "timewheel.h"
+
+#define MS UINT64_C(1000000)
+#define SEC (1000 * MS)
+
+struct impl {
+    const char *name;
+    enum tw_mode mode;
+};
+
+static const struct impl impls[] = {
+    {"hier", TW_HIER},
+    {"hashed", TW_HASHED},
+};
+#define NIMPLS (sizeof(impls) / sizeof(impls[0]))
+
+/* Sizes: the full run and --quick (for CI and smoke runs). */
+struct sizes {
+    uint64_t throughput_total; /* schedules per throughput run */
+    uint64_t latency_ns;       /* length of the latency run */
+    uint64_t idle_ns;          /* length of the idle measurement */
+    uint64_t stress_ns;        /* length of the stress run */
+};
+
+static const struct sizes full = {2000000, 5 * SEC, 10 * SEC, 2 * SEC};
+static const struct sizes quick = {200000, 1 * SEC, 3 * SEC, 500 * MS};
+
+static FILE *csv;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_until(uint64_t t)
+{
+    struct timespec ts = {(time_t)(t / 1000000000u), (long)(t % 1000000000u)};
+
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+static uint64_t next_rand(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+static void emit(const char *workload, const char *impl, uint64_t n,
+                 const char *metric, double value, const char *unit)
+{
+    printf("%-20s %-7s %10llu  %-16s %14.3f %s\n", workload, impl,
+           (unsigned long long)n, metric, value, unit);
+    if (csv)
+        fprintf(csv, "%s,%s,%llu,%s,%.6g,%s\n", workload, impl,
+                (unsigned long long)n, metric, value, unit);
+}
+
+static struct tw_service *make(enum tw_mode mode, unsigned threads)
+{
+    struct tw_service_config cfg;
+    int err;
+    struct tw_service *s;
+
+    tw_service_config_init(&cfg, mode);
+    cfg.executor_threads = threads;
+    s = tw_service_create(&cfg, &err);
+    if (!s) {
+        fprintf(stderr, "svcbench: create: %s\n", tw_strerror(err));
+        exit(2);
+    }
+    return s;
+}
+
+static void must(int rc, const char *what)
+{
+    if (rc) {
+        fprintf(stderr, "svcbench: %s: %s\n", what, tw_strerror(rc));
+        exit(2);
+    }
+}
+
+static void nop_cb(struct tw_handle *h, void *arg)
+{
+    (void)h;
+    (void)arg;
+}
+
+/* ---- service-throughput -------------------------------------------------- */
+
+struct producer {
+    struct tw_service *s;
+    uint64_t count;
+    uint64_t seed;
+    atomic_int *go;
+};
+
+static void *produce(void *arg)
+{
+    struct producer *p = arg;
+
+    while (!atomic_load(p->go))
+        ;
+    for (uint64_t i = 0; i < p->count; i++) {
+        uint64_t delay = MS + next_rand(&p->seed) % (99 * MS);
+
+        must(tw_service_schedule(p->s, delay, nop_cb, NULL, NULL), "schedule");
+    }
+    return NULL;
+}
+
+static void throughput(const struct impl *im, unsigned nprod, uint64_t total)
+{
+    struct tw_service *s = make(im->mode, 0);
+    struct producer p[2];
+    pthread_t tid[2];
+    atomic_int go = 0;
+    uint64_t t0, t1;
+
+    for (unsigned i = 0; i < nprod; i++) {
+        p[i] = (struct producer){s, total / nprod, 0x9e3779b9u + i, &go};
+        pthread_create(&tid[i], NULL, produce, &p[i]);
+    }
+    t0 = now_ns();
+    atomic_store(&go, 1);
+    for (unsigned i = 0; i < nprod; i++)
+        pthread_join(tid[i], NULL);
+    t1 = now_ns();
+    must(tw_service_destroy(s), "destroy");
+    emit("service-throughput", im->name, nprod, "schedules_per_s",
+         (double)(total / nprod * nprod) * 1e9 / (double)(t1 - t0), "1/s");
+}
+
+/* ---- service-latency --------------------------------------------------------- */
+
+#define LAT_RATE 100000 /* schedules per second */
+
+struct lateness {
+    uint64_t *ns;
+    uint64_t cap;
+    atomic_uint_fast64_t n;
+};
+
+static void late_cb(struct tw_handle *h, void *arg)
+{
+    struct lateness *l = arg;
+    uint64_t late = now_ns() - tw_handle_deadline(h);
+    uint64_t k = atomic_fetch_add(&l->n, 1);
+
+    if (k < l->cap)
+        l->ns[k] = late;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Schedule LAT_RATE / 1000 timers (due 1..50 ms out) at every millisecond
+ * for `length`, then let the last ones fire. */
+static void latency(const struct impl *im, uint64_t length)
+{
+    struct tw_service *s = make(im->mode, 0);
+    uint64_t per_ms = LAT_RATE / 1000, ms = length / MS, seed = 42;
+    struct lateness l = {.cap = per_ms * ms};
+    uint64_t t = now_ns(), n;
+
+    l.ns = calloc(l.cap, sizeof(*l.ns));
+    for (uint64_t i = 0; i < ms; i++) {
+        for (uint64_t j = 0; j < per_ms; j++)
+            must(tw_service_schedule(s, MS + next_rand(&seed) % (49 * MS),
+                                     late_cb, &l, NULL),
+                 "schedule");
+        t += MS;
+        sleep_until(t);
+    }
+    sleep_until(t + 100 * MS);
+    must(tw_service_destroy(s), "destroy");
+    n = atomic_load(&l.n) < l.cap ? atomic_load(&l.n) : l.cap;
+    qsort(l.ns, n, sizeof(*l.ns), cmp_u64);
+    emit("service-latency", im->name, LAT_RATE, "late_p50",
+         n ? (double)l.ns[n / 2] / 1e3 : 0, "us");
+    emit("service-latency", im->name, LAT_RATE, "late_p99",
+         n ? (double)l.ns[n * 99 / 100] / 1e3 : 0, "us");
+    emit("service-latency", im->name, LAT_RATE, "late_max",
+         n ? (double)l.ns[n - 1] / 1e3 : 0, "us");
+    free(l.ns);
+}
+
+/* ---- service-idle -------------------------------------------------------------- */
+
+#define IDLE_TIMERS 100000
+
+static uint64_t wakeups(struct tw_service *s)
+{
+    struct tw_service_stats st;
+
+    must(tw_service_stats(s, &st), "stats");
+    return st.wakeups;
+}
+
+static void idle(const struct impl *im, uint64_t length)
+{
+    struct tw_service *s = make(im->mode, 0);
+    uint64_t w0, t0, w1, t1;
+
+    for (uint64_t i = 0; i < IDLE_TIMERS; i++)
+        must(tw_service_schedule(s, 3600 * SEC + i * 1000, nop_cb, NULL, NULL),
+             "schedule");
+    sleep_until(now_ns() + 500 * MS); /* let the worker admit them */
+    w0 = wakeups(s);
+    t0 = now_ns();
+    sleep_until(t0 + length);
+    w1 = wakeups(s);
+    t1 = now_ns();
+    must(tw_service_destroy(s), "destroy");
+    emit("service-idle", im->name, IDLE_TIMERS, "wakeups_per_s",
+         (double)(w1 - w0) * 1e9 / (double)(t1 - t0), "1/s");
+}
+
+/* ---- stress (accounting check) --------------------------------------------------- */
+
+#define STRESS_PROD 3
+#define STRESS_CAP 200000
+
+struct srec {
+    atomic_int ran;
+    atomic_int back;
+    int cancelled;
+};
+
+struct sprod {
+    struct tw_service *s;
+    struct srec *recs;
+    uint64_t seed;
+    int n;
+};
+
+static void srec_ran(struct tw_handle *h, void *arg)
+{
+    (void)h;
+    atomic_fetch_add(&((struct srec *)arg)->ran, 1);
+}
+
+static void srec_back(const struct tw_handback *t, void *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&((struct srec *)t->arg)->back, 1);
+}
+
+/* Schedule until stop refuses; cancel every other timer, half of them
+ * eight schedules later so that the cancel races the firing. */
+static void *stress_produce(void *arg)
+{
+    struct sprod *p = arg;
+    struct tw_handle *lag[8] = {0};
+    int lag_id[8] = {0};
+
+    for (; p->n < STRESS_CAP; p->n++) {
+        uint64_t x = next_rand(&p->seed);
+        struct tw_handle *h;
+        int k = p->n % 8;
+
+        if (tw_service_schedule(p->s, x % (2 * MS), srec_ran, &p->recs[p->n],
+                                &h))
+            break;
+        if (lag[k]) {
+            p->recs[lag_id[k]].cancelled = tw_handle_cancel(lag[k]);
+            tw_handle_release(lag[k]);
+            lag[k] = NULL;
+        }
+        if (x >> 62 == 0) {
+            p->recs[p->n].cancelled = tw_handle_cancel(h);
+            tw_handle_release(h);
+        } else if (x >> 62 == 1) {
+            lag[k] = h;
+            lag_id[k] = p->n;
+        } else {
+            tw_handle_release(h);
+        }
+    }
+    for (int k = 0; k < 8; k++)
+        if (lag[k]) {
+            p->recs[lag_id[k]].cancelled = tw_handle_cancel(lag[k]);
+            tw_handle_release(lag[k]);
+        }
+    return NULL;
+}
+
+static int stress_check(const struct impl *im, struct sprod *p)
+{
+    int bad = 0;
+
+    for (int i = 0; i < STRESS_PROD; i++)
+        for (int j = 0; j < p[i].n; j++) {
+            struct srec *r = &p[i].recs[j];
+            int sum = atomic_load(&r->ran) + r->cancelled +
+                      atomic_load(&r->back);
+
+            if (sum != 1 && bad++ < 10)
+                fprintf(stderr, "stress %s: producer %d timer %d: ran %d, "
+                        "cancelled %d, handed back %d\n", im->name, i, j,
+                        atomic_load(&r->ran), r->cancelled,
+                        atomic_load(&r->back));
+        }
+    return bad;
+}
+
+static int stress(const struct impl *im, unsigned threads, uint64_t length)
+{
+    struct tw_service *s = make(im->mode, threads);
+    struct sprod p[STRESS_PROD];
+    pthread_t tid[STRESS_PROD];
+    uint64_t total = 0;
+    int bad;
+
+    for (int i = 0; i < STRESS_PROD; i++) {
+        p[i] = (struct sprod){s, calloc(STRESS_CAP, sizeof(struct srec)),
+                              0x1234567u + (uint64_t)i, 0};
+        pthread_create(&tid[i], NULL, stress_produce, &p[i]);
+    }
+    sleep_until(now_ns() + length);
+    must(tw_service_stop(s, srec_back, NULL), "stop");
+    for (int i = 0; i < STRESS_PROD; i++) {
+        pthread_join(tid[i], NULL);
+        total += (uint64_t)p[i].n;
+    }
+    bad = stress_check(im, p);
+    must(tw_service_destroy(s), "destroy");
+    for (int i = 0; i < STRESS_PROD; i++)
+        free(p[i].recs);
+    emit("stress", im->name, threads, "timers", (double)total, "1");
+    emit("stress", im->name, threads, "accounting_errors", bad, "1");
+    return bad;
+}
+
+/* ---- driver ----------------------------------------------------------------------------- */
+
+static bool wanted(int argc, char **argv, int first, const char *name)
+{
+    bool any = false;
+
+    for (int i = first; i < argc; i++) {
+        if (!strcmp(argv[i], name))
+            return true;
+        any = true;
+    }
+    return !any && strcmp(name, "stress") != 0;
+}
+
+static void open_csv(const char *path)
+{
+    long size;
+
+    csv = fopen(path, "a");
+    if (!csv) {
+        perror(path);
+        exit(2);
+    }
+    fseek(csv, 0, SEEK_END);
+    size = ftell(csv);
+    if (size == 0)
+        fprintf(csv, "workload,impl,n,metric,value,unit\n");
+}
+
+int main(int argc, char **argv)
+{
+    const struct sizes *sz = &full;
+    int first = 1, bad = 0;
+
+    while (first < argc && argv[first][0] == '-') {
+        if (!strcmp(argv[first], "--quick")) {
+            sz = &quick;
+        } else if (!strcmp(argv[first], "--csv") && first + 1 < argc) {
+            open_csv(argv[++first]);
+        } else {
+            fprintf(stderr, "usage: svcbench [--quick] [--csv FILE] "
+                            "[throughput|latency|idle|stress]...\n");
+            return 2;
+        }
+        first++;
+    }
+    printf("%-20s %-7s %10s  %-16s %14s %s\n", "workload", "impl", "n",
+           "metric", "value", "unit");
+    for (size_t i = 0; i < NIMPLS; i++) {
+        if (wanted(argc, argv, first, "throughput")) {
+            throughput(&impls[i], 1, sz->throughput_total);
+            throughput(&impls[i], 2, sz->throughput_total);
+        }
+        if (wanted(argc, argv, first, "latency"))
+            latency(&impls[i], sz->latency_ns);
+        if (wanted(argc, argv, first, "idle"))
+            idle(&impls[i], sz->idle_ns);
+        if (wanted(argc, argv, first, "stress")) {
+            bad += stress(&impls[i], 0, sz->stress_ns);
+            bad += stress(&impls[i], 2, sz->stress_ns);
+        }
+    }
+    if (csv)
+        fclose(csv);
+    return bad ? 1 : 0;
+}
