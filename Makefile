@@ -91,23 +91,29 @@ deps:
 	    fi; \
 	fi
 
-PC_FILE := $(B)/timewheel.pc
-$(PC_FILE): Makefile
-	@mkdir -p $(@D)
-	printf '%s\n' 'prefix=$(PREFIX)' 'includedir=$${prefix}/include' \
-	    'libdir=$${prefix}/lib' '' 'Name: timewheel' \
-	    'Description: hierarchical and hashed timing wheels for C' \
-	    'Version: $(shell sed -n 's/^#define TW_VERSION_STRING "\(.*\)"/\1/p' include/timewheel.h)' \
-	    'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -ltimewheel' \
-	    'Libs.private: $(LDLIBS_LIB)' > $@
+# The pkg-config file names the prefix, so it is written at install time.
+PC_VERSION = $(shell sed -n 's/^\#define TW_VERSION_STRING "\(.*\)"/\1/p' include/timewheel.h)
+define PC_TEXT
+prefix=$(PREFIX)
+includedir=$${prefix}/include
+libdir=$${prefix}/lib
 
-install: all $(PC_FILE)
+Name: timewheel
+Description: hierarchical and hashed timing wheels for C
+Version: $(PC_VERSION)
+Cflags: -I$${includedir}
+Libs: -L$${libdir} -ltimewheel
+Libs.private: $(LDLIBS_LIB)
+endef
+export PC_TEXT
+
+install: all
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 644 include/timewheel.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/libtimewheel.so.0
 	ln -sf libtimewheel.so.0 $(DESTDIR)$(PREFIX)/lib/libtimewheel.so
-	install -m 644 $(PC_FILE) $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	printf '%s\n' "$$PC_TEXT" > $(DESTDIR)$(PREFIX)/lib/pkgconfig/timewheel.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/include/timewheel.h \

@@ -304,6 +304,8 @@ static int check_level(const struct tw_wheel *w, unsigned k, char *why,
         (lv->span != UINT64_MAX && lv->base % lv->span != 0))
         return tw__fail(why, len, "level %u: revolution does not hold cur",
                         k);
+    if (nwords < 64 && lv->bits.summary >> nwords)
+        return tw__fail(why, len, "level %u: summary bit past its words", k);
     for (unsigned i = 0; i < nwords; i++) {
         if (((lv->bits.summary >> i) & 1) != (lv->bits.words[i] != 0))
             return tw__fail(why, len, "level %u: summary bit %u wrong", k, i);
