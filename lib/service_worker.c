@@ -175,16 +175,21 @@ void tw__worker_expire(struct tw_timer *t, void *arg)
     }
 }
 
+/* The first tick boundary after now. */
+static uint64_t next_tick(const struct tw_service *s, uint64_t now)
+{
+    uint64_t ticks = now > s->start_ns ? (now - s->start_ns) / s->tick_ns : 0;
+
+    return tw__add_sat(s->start_ns, (ticks + 1) * s->tick_ns);
+}
+
 /* When the worker must next look at the wheel. */
 static uint64_t next_wake(const struct tw_service *s, uint64_t now)
 {
     uint64_t at;
 
-    if (s->mode == TW_HASHED) {
-        uint64_t ticks = now > s->start_ns ? (now - s->start_ns) / s->tick_ns
-                                           : 0;
-        return tw__add_sat(s->start_ns, (ticks + 1) * s->tick_ns);
-    }
+    if (s->mode == TW_HASHED)
+        return next_tick(s, now);
     at = tw_next_deadline(s->wheel);
     if (s->reaped && at > tw__add_sat(now, TW__REAP_NS))
         at = tw__add_sat(now, TW__REAP_NS);
@@ -229,13 +234,21 @@ static void sleep_next(struct tw_service *s)
         wait_until(s, target);
     } else if (!s->kicked) {
         publish_sleep(s, target);
-        /* Pushed before sleep_until was published: no one woke us. */
+        /* Pushed before sleep_until was published, so no one woke us.
+         * Those timers were scheduled before now: a new one cannot fall
+         * due before the next tick boundary unless it was scheduled with a
+         * delay of about zero, and such a one fires on that boundary (at
+         * most a tick late). Waking there instead of going round the loop
+         * at once keeps a busy worker from chasing every push. */
+        if (!mpsc_empty(&s->newq) && target > next_tick(s, now)) {
+            target = next_tick(s, now);
+            publish_sleep(s, target);
+        }
         if (!mpsc_empty(&s->cancelq) && target > now + TW__REAP_NS) {
             target = now + TW__REAP_NS;
             publish_sleep(s, target);
         }
-        if (mpsc_empty(&s->newq))
-            wait_until(s, target);
+        wait_until(s, target);
         atomic_store_explicit(&s->sleep_until, 0, memory_order_relaxed);
     }
     s->kicked = false;
