@@ -8,8 +8,10 @@
  *   2. run callbacks from the head of the expired list, unlinking each
  *      timer before its callback runs (so it may re-arm itself);
  *   3. ask the design to collect the next tick with work at or before T
- *      (a cascade, or a slot whose timers are due), and go back to 2;
- *      stop when the design has nothing left at or before T.
+ *      (a cascade, or a slot whose timers are due; an unbounded advance
+ *      lets the hierarchical wheel take every due level-0 slot up to T in
+ *      one pass), and go back to 2; stop when nothing is left at or
+ *      before T.
  * The expired list is filled one tick at a time, so callbacks run in order
  * of due tick. While callbacks run, any timer they schedule for a tick <= T
  * is deferred (timer.c), so an advance always ends. A bounded advance stops
@@ -18,6 +20,7 @@
  */
 #include <errno.h>
 
+#include "insert.h"
 #include "list.h"
 #include "wheel.h"
 
@@ -29,10 +32,8 @@ static void flush_deferred(struct tw_wheel *w)
         list_unlink(&t->link);
         if (t->aux <= w->cur)
             list_push_back(&w->expired, &t->link);
-        else if (w->mode == TW_HIER)
-            tw__hier_insert(w, t, t->aux);
         else
-            tw__hashed_insert(w, t, t->aux);
+            tw__insert(w, t, t->aux);
     }
 }
 
@@ -51,9 +52,11 @@ static uint64_t run_expired(struct tw_wheel *w, uint64_t budget)
     return ran;
 }
 
-static bool collect(struct tw_wheel *w, uint64_t target)
+/* An unbounded advance may collect many ticks at once: nothing can tell,
+ * since it runs them all before it returns. */
+static bool collect(struct tw_wheel *w, uint64_t target, bool batch)
 {
-    return w->mode == TW_HIER ? tw__hier_collect(w, target)
+    return w->mode == TW_HIER ? tw__hier_collect(w, target, batch)
                               : tw__hashed_collect(w, target);
 }
 
@@ -77,7 +80,7 @@ TW_PUBLIC int64_t tw_advance_bounded(struct tw_wheel *w, uint64_t now,
     w->busy |= TW__ADVANCING;
     for (;;) {
         ran += run_expired(w, max_run - ran);
-        if (ran == max_run || !collect(w, target))
+        if (ran == max_run || !collect(w, target, max_run == INT64_MAX))
             break;
     }
     w->busy &= ~TW__ADVANCING;

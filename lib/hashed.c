@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 
+#include "insert.h"
 #include "list.h"
 #include "wheel.h"
 
@@ -48,14 +49,6 @@ int tw__hashed_layout(struct tw_wheel *w, const struct tw_config *cfg)
     w->mask = slots - 1;
     w->nslots = (size_t)slots;
     return 0;
-}
-
-void tw__hashed_insert(struct tw_wheel *w, struct tw_timer *t, uint64_t due)
-{
-    uint64_t next = w->cur + 1;
-
-    t->aux = (due - next) >> w->shift;
-    list_push_back(&w->slots[due & w->mask], &t->link);
 }
 
 bool tw__hashed_collect(struct tw_wheel *w, uint64_t target)

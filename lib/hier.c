@@ -38,6 +38,7 @@
 #include <errno.h>
 
 #include "alloc.h"
+#include "insert.h"
 #include "list.h"
 #include "wheel.h"
 
@@ -160,21 +161,6 @@ static void move_to(struct tw_wheel *w, unsigned k, uint32_t s, uint64_t tick)
     }
 }
 
-void tw__hier_insert(struct tw_wheel *w, struct tw_timer *t, uint64_t due)
-{
-    unsigned k = 0;
-    struct tw__level *lv = w->levels;
-    uint32_t s;
-
-    while (due > lv->last)
-        lv++, k++;
-    s = (uint32_t)(k ? (due - lv->base) / lv->width : due - lv->base);
-    t->aux = due;
-    list_push_back(&w->slots[lv->first + s], &t->link);
-    bitmap_set(&lv->bits, s);
-    w->occupied |= UINT64_C(1) << k;
-}
-
 void tw__hier_emptied(struct tw_wheel *w, struct tw_link *head)
 {
     size_t idx = (size_t)((uintptr_t)head - (uintptr_t)w->slots) /
@@ -214,35 +200,54 @@ uint64_t tw__hier_next_tick(const struct tw_wheel *w)
     return w->levels[k].base + s * w->levels[k].width;
 }
 
-/* Empty slot s of level k, whose start cur has just reached: due timers go
- * to the expired list, the others one level down or more. */
-static void flush_slot(struct tw_wheel *w, unsigned k, uint32_t s)
+/* Level 0 holds exactly one tick per slot, so every occupied slot up to
+ * min(target, end of its revolution) can go to the expired list in one
+ * pass, in tick order, starting with slot s. A bounded advance takes one
+ * tick at a time instead (target == the slot's tick), so that it stops on
+ * the tick of the last timer it collected. Returns the last slot taken. */
+static uint32_t flush_ticks(struct tw_wheel *w, uint32_t s, uint64_t target)
+{
+    struct tw__level *lv = w->levels;
+    uint64_t limit = (target < lv->last ? target : lv->last) - lv->base;
+    uint32_t last;
+
+    do {
+        last = s;
+        list_splice_back(&w->expired, &w->slots[lv->first + s]);
+        bitmap_clear(&lv->bits, s);
+        s = bitmap_next(&lv->bits, s + 1);
+    } while (s != BITMAP_NONE && s <= limit);
+    if (!lv->bits.summary)
+        w->occupied &= ~UINT64_C(1);
+    return last;
+}
+
+/* Demote the timers of slot s of level k > 0, whose start cur has just
+ * reached: each goes one level down or more, or is due now. The batch is
+ * walked without unlinking, since every node is relinked elsewhere. */
+static void demote_slot(struct tw_wheel *w, unsigned k, uint32_t s)
 {
     struct tw__level *lv = &w->levels[k];
     struct tw_link *head = &w->slots[lv->first + s];
-    struct tw_link batch;
+    struct tw_link *n = head->next;
 
+    list_init(head);
     bitmap_clear(&lv->bits, s);
     if (!lv->bits.summary)
         w->occupied &= ~(UINT64_C(1) << k);
-    if (k == 0) {
-        list_splice_back(&w->expired, head);
-        return;
-    }
-    list_init(&batch);
-    list_splice_back(&batch, head);
-    while (!list_empty(&batch)) {
-        struct tw_timer *t = list_timer(batch.next);
+    while (n != head) {
+        struct tw_link *next = n->next;
+        struct tw_timer *t = list_timer(n);
 
-        list_unlink(&t->link);
         if (t->aux == w->cur)
             list_push_back(&w->expired, &t->link);
         else
             tw__hier_insert(w, t, t->aux);
+        n = next;
     }
 }
 
-bool tw__hier_collect(struct tw_wheel *w, uint64_t target)
+bool tw__hier_collect(struct tw_wheel *w, uint64_t target, bool batch)
 {
     unsigned k;
     uint32_t s;
@@ -257,8 +262,13 @@ bool tw__hier_collect(struct tw_wheel *w, uint64_t target)
         jump(w, target);
         return false;
     }
-    move_to(w, k, s, tick);
-    flush_slot(w, k, s);
+    if (k == 0) {
+        s = flush_ticks(w, s, batch ? target : tick);
+        move_to(w, 0, s, w->levels[0].base + s);
+    } else {
+        move_to(w, k, s, tick);
+        demote_slot(w, k, s);
+    }
     return true;
 }
 

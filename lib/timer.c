@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 
+#include "insert.h"
 #include "list.h"
 #include "wheel.h"
 
@@ -41,7 +42,7 @@ static uint64_t due_limit(const struct tw_wheel *w)
     return (w->busy & TW__ADVANCING) ? w->defer_to : w->cur;
 }
 
-static void place(struct tw_wheel *w, struct tw_timer *t, uint64_t deadline)
+static inline void place(struct tw_wheel *w, struct tw_timer *t, uint64_t deadline)
 {
     uint64_t due = tw__due_tick(w, deadline);
 
@@ -49,15 +50,13 @@ static void place(struct tw_wheel *w, struct tw_timer *t, uint64_t deadline)
     if (due <= due_limit(w)) {
         t->aux = due;
         list_push_back(&w->deferred, &t->link);
-    } else if (w->mode == TW_HIER) {
-        tw__hier_insert(w, t, due);
     } else {
-        tw__hashed_insert(w, t, due);
+        tw__insert(w, t, due);
     }
     w->count++;
 }
 
-static void remove_timer(struct tw_wheel *w, struct tw_timer *t)
+static inline void remove_timer(struct tw_wheel *w, struct tw_timer *t)
 {
     struct tw_link *emptied = list_unlink(&t->link);
 

@@ -44,17 +44,6 @@ static void default_layout(struct tw_config *cfg)
     }
 }
 
-uint64_t tw__due_tick(const struct tw_wheel *w, uint64_t deadline)
-{
-    uint64_t span, q;
-
-    if (deadline <= w->start_ns)
-        return 0;
-    span = deadline - w->start_ns;
-    q = span / w->tick_ns;
-    return q + (span - q * w->tick_ns != 0);
-}
-
 uint64_t tw__tick_time(const struct tw_wheel *w, uint64_t tick)
 {
     if (tick > (UINT64_MAX - w->start_ns) / w->tick_ns)

@@ -76,8 +76,18 @@ struct tw_wheel {
     unsigned shift;        /* log2(slots) */
 };
 
-/* Due tick of an absolute deadline (see above); saturates at max_tick. */
-uint64_t tw__due_tick(const struct tw_wheel *w, uint64_t deadline);
+/* Due tick of an absolute deadline (see above); never above max_tick. */
+static inline uint64_t tw__due_tick(const struct tw_wheel *w, uint64_t deadline)
+{
+    uint64_t span, q;
+
+    if (deadline <= w->start_ns)
+        return 0;
+    span = deadline - w->start_ns;
+    q = span / w->tick_ns;
+    return q + (span - q * w->tick_ns != 0);
+}
+
 /* Time of tick boundary k, saturating at UINT64_MAX. */
 uint64_t tw__tick_time(const struct tw_wheel *w, uint64_t tick);
 /* The tick a time has reached: floor, except UINT64_MAX reaches max_tick. */
@@ -86,17 +96,17 @@ uint64_t tw__time_tick(const struct tw_wheel *w, uint64_t time);
 int tw__fail(char *why, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Hierarchical design (hier.c). */
+/* Hierarchical design (hier.c; the insert is inline in hier.h). */
 int tw__hier_layout(struct tw_wheel *w, const struct tw_config *cfg);
-void tw__hier_insert(struct tw_wheel *w, struct tw_timer *t, uint64_t due);
 void tw__hier_emptied(struct tw_wheel *w, struct tw_link *head);
-bool tw__hier_collect(struct tw_wheel *w, uint64_t target);
+/* Collect the next tick with work at or before target (with batch, every
+ * level-0 tick up to target); false when there is none and cur == target. */
+bool tw__hier_collect(struct tw_wheel *w, uint64_t target, bool batch);
 uint64_t tw__hier_next_tick(const struct tw_wheel *w);
 int tw__hier_check(const struct tw_wheel *w, char *why, size_t len);
 
 /* Hashed design (hashed.c). */
 int tw__hashed_layout(struct tw_wheel *w, const struct tw_config *cfg);
-void tw__hashed_insert(struct tw_wheel *w, struct tw_timer *t, uint64_t due);
 bool tw__hashed_collect(struct tw_wheel *w, uint64_t target);
 int tw__hashed_check(const struct tw_wheel *w, char *why, size_t len);
 
