@@ -129,8 +129,8 @@ tw_service_create(const struct tw_service_config *cfg, int *err)
 
 static int enter_gate(struct tw_service *s)
 {
-    uint_fast64_t g = atomic_fetch_add_explicit(&s->gate, 1,
-                                                memory_order_seq_cst);
+    uint_fast64_t g =
+        atomic_fetch_add_explicit(&s->gate, 1, memory_order_seq_cst);
 
     if (g & TW__GATE_CLOSED) {
         atomic_fetch_sub_explicit(&s->gate, 1, memory_order_release);
@@ -216,9 +216,8 @@ TW_PUBLIC int tw_service_schedule(struct tw_service *s, uint64_t delay,
     return schedule(s, delay, 0, TW_FIXED_RATE, cb, arg, out);
 }
 
-TW_PUBLIC int tw_service_schedule_periodic(struct tw_service *s,
-                                           uint64_t delay, uint64_t period,
-                                           enum tw_period kind,
+TW_PUBLIC int tw_service_schedule_periodic(struct tw_service *s, uint64_t delay,
+                                           uint64_t period, enum tw_period kind,
                                            tw_service_callback *cb, void *arg,
                                            struct tw_handle **out)
 {

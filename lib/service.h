@@ -70,17 +70,17 @@ enum tw__outcome {
 struct tw_service;
 
 struct tw_handle {
-    struct tw_timer timer;       /* the core's node; worker-owned */
-    struct cds_wfcq_node qnode;  /* in newq */
-    struct cds_wfcq_node cnode;  /* in cancelq */
-    struct tw_handle *next;      /* executor queue and worker-local lists */
-    struct tw_service *svc;      /* touched only as the header comment says */
+    struct tw_timer timer;      /* the core's node; worker-owned */
+    struct cds_wfcq_node qnode; /* in newq */
+    struct cds_wfcq_node cnode; /* in cancelq */
+    struct tw_handle *next;     /* executor queue and worker-local lists */
+    struct tw_service *svc;     /* touched only as the header comment says */
     tw_service_callback *cb;
     void *arg;
-    uint64_t period;             /* 0: one-shot */
+    uint64_t period; /* 0: one-shot */
     enum tw_period kind;
-    _Atomic uint64_t deadline;   /* rewritten at each re-arm */
-    _Atomic int state;           /* enum tw__hstate */
+    _Atomic uint64_t deadline; /* rewritten at each re-arm */
+    _Atomic int state;         /* enum tw__hstate */
     atomic_uint refs;
 };
 

@@ -75,7 +75,7 @@ int tw__handle_settle(struct tw_handle *h)
 void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
                      enum tw__outcome why)
 {
-    atomic_uint_fast64_t *counter = why == TW__OUT_COMPLETED ? &s->completed
+    atomic_uint_fast64_t *counter = why == TW__OUT_COMPLETED   ? &s->completed
                                     : why == TW__OUT_CANCELLED ? &s->cancelled
                                                                : &s->returned;
 

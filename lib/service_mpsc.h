@@ -79,8 +79,8 @@ static inline bool mpsc_push(struct tw__mpsc *q, struct cds_wfcq_node *node)
  * push is still in progress. Consumer only. */
 static inline struct cds_wfcq_node *mpsc_pop(struct tw__mpsc *q)
 {
-    struct cds_wfcq_node *node = __cds_wfcq_dequeue_nonblocking(&q->head,
-                                                                &q->tail);
+    struct cds_wfcq_node *node =
+        __cds_wfcq_dequeue_nonblocking(&q->head, &q->tail);
 
     if (node && node != MPSC_BUSY)
         tsan_acquire(node);
@@ -91,8 +91,8 @@ static inline struct cds_wfcq_node *mpsc_pop(struct tw__mpsc *q)
  * Consumer only. */
 static inline struct cds_wfcq_node *mpsc_pop_wait(struct tw__mpsc *q)
 {
-    struct cds_wfcq_node *node = __cds_wfcq_dequeue_blocking(&q->head,
-                                                             &q->tail);
+    struct cds_wfcq_node *node =
+        __cds_wfcq_dequeue_blocking(&q->head, &q->tail);
 
     if (node)
         tsan_acquire(node);

@@ -114,9 +114,9 @@ bool tw__worker_admit(struct tw_service *s, size_t max, bool wait)
         h = of_qnode(n);
         if (atomic_load_explicit(&h->state, memory_order_acquire) ==
             TW__PENDING) {
-            tw_schedule(s->wheel, &h->timer,
-                        atomic_load_explicit(&h->deadline,
-                                             memory_order_relaxed));
+            tw_schedule(
+                s->wheel, &h->timer,
+                atomic_load_explicit(&h->deadline, memory_order_relaxed));
         } else {
             tw__handle_settle(h);
             tw__handle_drop(s, h, TW__OUT_CANCELLED);

@@ -72,7 +72,7 @@ static void count_cb(struct tw_handle *h, void *arg)
     atomic_fetch_add((atomic_int *)arg, 1);
 }
 
-/* ---- creation and arguments ------------------------------------------- */
+/* ---- creation and arguments ---------------------------------------------- */
 
 Test(service, create_rejects_bad_config)
 {
@@ -108,8 +108,8 @@ Test(service, null_arguments)
     cr_assert_eq(tw_service_schedule(NULL, 1, count_cb, NULL, &h), -EINVAL);
     cr_assert_null(h);
     cr_assert_eq(tw_service_schedule(s, 1, NULL, NULL, NULL), -EINVAL);
-    cr_assert_eq(tw_service_schedule_periodic(s, 1, 0, TW_FIXED_RATE,
-                                              count_cb, NULL, NULL),
+    cr_assert_eq(tw_service_schedule_periodic(s, 1, 0, TW_FIXED_RATE, count_cb,
+                                              NULL, NULL),
                  -EINVAL);
     cr_assert_eq(tw_service_schedule_periodic(s, 1, MS, (enum tw_period)5,
                                               count_cb, NULL, NULL),
@@ -127,7 +127,7 @@ Test(service, null_arguments)
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 
-/* ---- firing: order, never early ----------------------------------------- */
+/* ---- firing: order, never early ------------------------------------------ */
 
 #define NORDER 40
 
@@ -217,8 +217,7 @@ Test(service, earlier_timer_wakes_worker)
     atomic_int n = 0;
     uint64_t t0;
 
-    cr_assert_eq(tw_service_schedule(s, 30 * 1000 * MS, count_cb, &n, NULL),
-                 0);
+    cr_assert_eq(tw_service_schedule(s, 30 * 1000 * MS, count_cb, &n, NULL), 0);
     sleep_ns(20 * MS); /* let the worker go to sleep for 30 s */
     t0 = now_ns();
     cr_assert_eq(tw_service_schedule(s, 10 * MS, count_cb, &n, NULL), 0);
@@ -227,7 +226,7 @@ Test(service, earlier_timer_wakes_worker)
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 
-/* ---- idle behaviour ------------------------------------------------------- */
+/* ---- idle behaviour ------------------------------------------------------ */
 
 Test(service, hier_worker_sleeps_when_idle)
 {
@@ -238,9 +237,9 @@ Test(service, hier_worker_sleeps_when_idle)
     sleep_ns(200 * MS);
     cr_assert_eq(stats_of(s).wakeups, 0, "woke with nothing pending");
     for (int i = 0; i < 1000; i++)
-        cr_assert_eq(tw_service_schedule(s, HOUR + (uint64_t)i * MS, count_cb,
-                                         &n, NULL),
-                     0);
+        cr_assert_eq(
+            tw_service_schedule(s, HOUR + (uint64_t)i * MS, count_cb, &n, NULL),
+            0);
     sleep_ns(50 * MS);
     before = stats_of(s).wakeups;
     sleep_ns(300 * MS);
@@ -261,7 +260,7 @@ Test(service, hashed_worker_ticks)
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 
-/* ---- cancel ------------------------------------------------------------------ */
+/* ---- cancel -------------------------------------------------------------- */
 
 Test(service, cancel_before_fire)
 {
@@ -350,8 +349,8 @@ static void cancel_race(unsigned threads)
 
     for (int i = 0; i < NRACE; i++) {
         atomic_store(&ran[i], 0);
-        cr_assert_eq(tw_service_schedule(s, (uint64_t)(i % 20) * MS / 4,
-                                         ran_cb, &ran[i], &h[i]),
+        cr_assert_eq(tw_service_schedule(s, (uint64_t)(i % 20) * MS / 4, ran_cb,
+                                         &ran[i], &h[i]),
                      0);
     }
     for (int i = 0; i < NRACE; i++) {
@@ -395,7 +394,7 @@ Test(service, release_does_not_cancel)
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 
-/* ---- callbacks using the service ---------------------------------------- */
+/* ---- callbacks using the service ----------------------------------------- */
 
 struct reentry {
     struct tw_service *s;
@@ -456,7 +455,7 @@ Test(service, executor_callbacks_schedule_cancel_and_cannot_stop)
     reentrant(2);
 }
 
-/* ---- executor ------------------------------------------------------------------ */
+/* ---- executor ------------------------------------------------------------ */
 
 struct slow {
     atomic_int n;
@@ -504,7 +503,7 @@ Test(service, worker_runs_callbacks_one_by_one)
     cr_assert_geq(sl.start[1] - sl.start[0], 500 * MS);
 }
 
-/* ---- back-pressure ---------------------------------------------------------------- */
+/* ---- back-pressure ------------------------------------------------------- */
 
 Test(service, max_pending_refuses_with_eagain)
 {
@@ -515,8 +514,7 @@ Test(service, max_pending_refuses_with_eagain)
 
     for (int i = 0; i < 3; i++)
         cr_assert_eq(tw_service_schedule(s, HOUR, count_cb, NULL, &h[i]), 0);
-    cr_assert_eq(tw_service_schedule(s, HOUR, count_cb, NULL, &extra),
-                 -EAGAIN);
+    cr_assert_eq(tw_service_schedule(s, HOUR, count_cb, NULL, &extra), -EAGAIN);
     cr_assert_null(extra);
     st = stats_of(s);
     cr_assert_eq(st.rejected, 1);
@@ -533,7 +531,7 @@ Test(service, max_pending_refuses_with_eagain)
         tw_handle_release(h[i]);
 }
 
-/* ---- stop ------------------------------------------------------------------------- */
+/* ---- stop ---------------------------------------------------------------- */
 
 struct back {
     int n;
@@ -580,8 +578,7 @@ Test(service, stop_hands_back_what_did_not_run)
     }
     cr_assert_eq(tw_handle_query(h[0]), TW_HANDLE_RETURNED);
     cr_assert_eq(tw_handle_query(h[1]), TW_HANDLE_CANCELLED);
-    cr_assert_eq(tw_service_schedule(s, MS, count_cb, NULL, NULL),
-                 -ESHUTDOWN);
+    cr_assert_eq(tw_service_schedule(s, MS, count_cb, NULL, NULL), -ESHUTDOWN);
     cr_assert_eq(tw_service_stop(s, back_fn, &b), 0, "stop twice");
     cr_assert_eq(b.n, 8);
     st = stats_of(s);

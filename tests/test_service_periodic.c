@@ -99,8 +99,8 @@ static void fixed_rate(unsigned threads)
     const uint64_t period = 10 * MS;
 
     r = (struct runs){0};
-    cr_assert_eq(tw_service_schedule_periodic(s, 5 * MS, period,
-                                              TW_FIXED_RATE, run_cb, &r, &h),
+    cr_assert_eq(tw_service_schedule_periodic(s, 5 * MS, period, TW_FIXED_RATE,
+                                              run_cb, &r, &h),
                  0);
     cr_assert(wait_runs(&r, 8));
     cr_assert_eq(tw_handle_cancel(h), 1);
@@ -156,8 +156,8 @@ static void stalled(enum tw_catchup policy, struct runs *r)
     const uint64_t period = 10 * MS;
 
     *r = (struct runs){.stall_at = 2, .stall = 75 * MS, .stop_at = 12};
-    cr_assert_eq(tw_service_schedule_periodic(s, 5 * MS, period,
-                                              TW_FIXED_RATE, run_cb, r, NULL),
+    cr_assert_eq(tw_service_schedule_periodic(s, 5 * MS, period, TW_FIXED_RATE,
+                                              run_cb, r, NULL),
                  0);
     cr_assert(wait_runs(r, 12));
     cr_assert_eq(tw_service_destroy(s), 0);
@@ -265,8 +265,7 @@ Test(service_periodic, stop_hands_back_periodic)
 
     r = (struct runs){0};
     cr_assert_eq(tw_service_schedule_periodic(s, 3600 * 1000 * MS, 7 * MS,
-                                              TW_FIXED_DELAY, run_cb, &r,
-                                              NULL),
+                                              TW_FIXED_DELAY, run_cb, &r, NULL),
                  0);
     cr_assert_eq(tw_service_stop(s, keep_back, &b), 0);
     cr_assert_eq(b.n, 1);

@@ -21,7 +21,7 @@
 #define MS UINT64_C(1000000)
 #define NPROD 3
 #define PER_PROD 400000 /* more than fit in STRESS_NS: stop cuts them off */
-#define RING 16 /* cancels lag this many schedules behind */
+#define RING 16         /* cancels lag this many schedules behind */
 #define STRESS_NS (250 * MS)
 /* Stop once every producer has scheduled this many, or after STRESS_NS:
  * either way well before any can finish, so stop always races them. */
@@ -40,8 +40,8 @@ struct producer {
     struct rec *recs;
     uint64_t seed;
     atomic_int accepted; /* recs[0 .. accepted) were scheduled */
-    int refused;     /* -EAGAIN */
-    int shutdown_rc; /* the error that ended the loop */
+    int refused;         /* -EAGAIN */
+    int shutdown_rc;     /* the error that ended the loop */
 };
 
 static uint64_t next_rand(uint64_t *x)
@@ -88,8 +88,8 @@ static int schedule_one(struct producer *p, int i, struct tw_handle **ring,
 
     r->periodic = (x >> 40) % 64 == 0;
     if (r->periodic)
-        rc = tw_service_schedule_periodic(p->s, delay, MS, TW_FIXED_RATE,
-                                          fired, r, &h);
+        rc = tw_service_schedule_periodic(p->s, delay, MS, TW_FIXED_RATE, fired,
+                                          r, &h);
     else
         rc = tw_service_schedule(p->s, delay, fired, r,
                                  what == 0 && !r->periodic ? NULL : &h);
@@ -200,13 +200,12 @@ static void stress(enum tw_mode mode, unsigned threads, size_t max_pending)
         free(p[i].recs);
     }
     cr_assert_eq(tw_service_stats(s, &st), 0);
-    cr_log_info("scheduled %llu, runs %llu, completed %llu, cancelled %llu, "
-                "returned %llu, rejected %llu",
-                (unsigned long long)st.scheduled, (unsigned long long)st.runs,
-                (unsigned long long)st.completed,
-                (unsigned long long)st.cancelled,
-                (unsigned long long)st.returned,
-                (unsigned long long)st.rejected);
+    cr_log_info(
+        "scheduled %llu, runs %llu, completed %llu, cancelled %llu, "
+        "returned %llu, rejected %llu",
+        (unsigned long long)st.scheduled, (unsigned long long)st.runs,
+        (unsigned long long)st.completed, (unsigned long long)st.cancelled,
+        (unsigned long long)st.returned, (unsigned long long)st.rejected);
     cr_assert_eq(st.scheduled, accepted);
     cr_assert_eq(st.runs, ran);
     cr_assert_eq(st.completed + st.cancelled + st.returned, st.scheduled);

@@ -167,7 +167,7 @@ static void throughput(const struct impl *im, unsigned nprod, uint64_t total)
          (double)(total / nprod * nprod) * 1e9 / (double)(t1 - t0), "1/s");
 }
 
-/* ---- service-latency --------------------------------------------------------- */
+/* ---- service-latency ----------------------------------------------------- */
 
 #define LAT_RATE 100000 /* schedules per second */
 
@@ -225,7 +225,7 @@ static void latency(const struct impl *im, uint64_t length)
     free(l.ns);
 }
 
-/* ---- service-idle -------------------------------------------------------------- */
+/* ---- service-idle -------------------------------------------------------- */
 
 #define IDLE_TIMERS 100000
 
@@ -256,7 +256,7 @@ static void idle(const struct impl *im, uint64_t length)
          (double)(w1 - w0) * 1e9 / (double)(t1 - t0), "1/s");
 }
 
-/* ---- stress (accounting check) --------------------------------------------------- */
+/* ---- stress (accounting check) ------------------------------------------- */
 
 #define STRESS_PROD 3
 #define STRESS_CAP 200000
@@ -332,13 +332,14 @@ static int stress_check(const struct impl *im, struct sprod *p)
     for (int i = 0; i < STRESS_PROD; i++)
         for (int j = 0; j < p[i].n; j++) {
             struct srec *r = &p[i].recs[j];
-            int sum = atomic_load(&r->ran) + r->cancelled +
-                      atomic_load(&r->back);
+            int sum =
+                atomic_load(&r->ran) + r->cancelled + atomic_load(&r->back);
 
             if (sum != 1 && bad++ < 10)
-                fprintf(stderr, "stress %s: producer %d timer %d: ran %d, "
-                        "cancelled %d, handed back %d\n", im->name, i, j,
-                        atomic_load(&r->ran), r->cancelled,
+                fprintf(stderr,
+                        "stress %s: producer %d timer %d: ran %d, "
+                        "cancelled %d, handed back %d\n",
+                        im->name, i, j, atomic_load(&r->ran), r->cancelled,
                         atomic_load(&r->back));
         }
     return bad;
@@ -372,7 +373,7 @@ static int stress(const struct impl *im, unsigned threads, uint64_t length)
     return bad;
 }
 
-/* ---- driver ----------------------------------------------------------------------------- */
+/* ---- driver -------------------------------------------------------------- */
 
 static bool wanted(int argc, char **argv, int first, const char *name)
 {
