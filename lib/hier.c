@@ -161,6 +161,12 @@ static void move_to(struct tw_wheel *w, unsigned k, uint32_t s, uint64_t tick)
     }
 }
 
+void tw__hier_occupy(struct tw_wheel *w, struct tw__level *lv, uint32_t s)
+{
+    bitmap_set(&lv->bits, s);
+    w->occupied |= UINT64_C(1) << (lv - w->levels);
+}
+
 void tw__hier_emptied(struct tw_wheel *w, struct tw_link *head)
 {
     size_t idx = (size_t)((uintptr_t)head - (uintptr_t)w->slots) /

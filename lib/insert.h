@@ -13,12 +13,16 @@
 #include "list.h"
 #include "wheel.h"
 
+/* Mark slot s of level lv occupied (hier.c; out of line, as it is rare). */
+void tw__hier_occupy(struct tw_wheel *w, struct tw__level *lv, uint32_t s);
+
 /* Hierarchical: the lowest level whose current revolution reaches due, in
  * the slot of due's digit there. */
 static inline void tw__hier_insert(struct tw_wheel *w, struct tw_timer *t,
                                    uint64_t due)
 {
     struct tw__level *lv = w->levels;
+    struct tw_link *head;
     uint64_t offset;
     uint32_t s;
 
@@ -26,10 +30,14 @@ static inline void tw__hier_insert(struct tw_wheel *w, struct tw_timer *t,
         lv++;
     offset = due - lv->base;
     s = (uint32_t)(lv->width == 1 ? offset : offset / lv->width);
+    head = &w->slots[lv->first + s];
     t->aux = due;
-    list_push_back(&w->slots[lv->first + s], &t->link);
-    bitmap_set(&lv->bits, s);
-    w->occupied |= UINT64_C(1) << (lv - w->levels);
+    /* Bits change only when a slot stops being empty: skipping them
+     * otherwise keeps this path short, which matters when the timers are
+     * cold and many schedules must overlap their cache misses. */
+    if (list_empty(head))
+        tw__hier_occupy(w, lv, s);
+    list_push_back(head, &t->link);
 }
 
 /* Hashed: bucket due & mask, after (due - next) / slots whole revolutions,

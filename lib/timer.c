@@ -42,7 +42,8 @@ static uint64_t due_limit(const struct tw_wheel *w)
     return (w->busy & TW__ADVANCING) ? w->defer_to : w->cur;
 }
 
-static inline void place(struct tw_wheel *w, struct tw_timer *t, uint64_t deadline)
+__attribute__((always_inline)) static inline void
+place(struct tw_wheel *w, struct tw_timer *t, uint64_t deadline)
 {
     uint64_t due = tw__due_tick(w, deadline);
 
