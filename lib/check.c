@@ -25,8 +25,8 @@ int tw__fail(char *why, size_t len, const char *fmt, ...)
 
 /* Walk one list checking its links both ways; add its length to *count.
  * `limit` bounds the walk so that a cycle is reported, not looped on. */
-static int check_links(const struct tw_link *head, size_t limit,
-                       size_t *count, char *why, size_t len)
+static int check_links(const struct tw_link *head, size_t limit, size_t *count,
+                       char *why, size_t len)
 {
     const struct tw_link *prev = head;
 

@@ -87,14 +87,16 @@ int tw__hashed_check(const struct tw_wheel *w, char *why, size_t len)
             uint64_t e = tw__due_tick(w, t->deadline);
 
             if (e <= w->cur || (e & w->mask) != b)
-                return tw__fail(why, len, "bucket %llu: due tick %llu, cur "
-                                "%llu", (unsigned long long)b,
-                                (unsigned long long)e,
+                return tw__fail(why, len,
+                                "bucket %llu: due tick %llu, cur "
+                                "%llu",
+                                (unsigned long long)b, (unsigned long long)e,
                                 (unsigned long long)w->cur);
             if (e < visit || ((e - visit) >> w->shift) != t->aux)
-                return tw__fail(why, len, "bucket %llu: due tick %llu with "
-                                "%llu rounds", (unsigned long long)b,
-                                (unsigned long long)e,
+                return tw__fail(why, len,
+                                "bucket %llu: due tick %llu with "
+                                "%llu rounds",
+                                (unsigned long long)b, (unsigned long long)e,
                                 (unsigned long long)t->aux);
         }
     }

@@ -169,8 +169,8 @@ void tw__hier_occupy(struct tw_wheel *w, struct tw__level *lv, uint32_t s)
 
 void tw__hier_emptied(struct tw_wheel *w, struct tw_link *head)
 {
-    size_t idx = (size_t)((uintptr_t)head - (uintptr_t)w->slots) /
-                 sizeof(*w->slots);
+    size_t idx =
+        (size_t)((uintptr_t)head - (uintptr_t)w->slots) / sizeof(*w->slots);
     unsigned k = 0;
 
     /* The expired and deferred lists live outside the slot array. */
@@ -294,15 +294,19 @@ static int check_slot(const struct tw_wheel *w, unsigned k, uint32_t s,
         uint64_t e = t->aux;
 
         if (e != tw__due_tick(w, t->deadline) || e <= w->cur)
-            return tw__fail(why, len, "level %u slot %u: due tick %llu, "
-                            "cur %llu", k, s, (unsigned long long)e,
+            return tw__fail(why, len,
+                            "level %u slot %u: due tick %llu, "
+                            "cur %llu",
+                            k, s, (unsigned long long)e,
                             (unsigned long long)w->cur);
         if (e < lv->base || e > lv->last || (k && e <= w->levels[k - 1].last))
-            return tw__fail(why, len, "level %u: due tick %llu outside "
-                            "its range", k, (unsigned long long)e);
+            return tw__fail(why, len,
+                            "level %u: due tick %llu outside "
+                            "its range",
+                            k, (unsigned long long)e);
         if ((e - lv->base) / lv->width != s || s <= lv->pos)
-            return tw__fail(why, len, "level %u: due tick %llu in slot %u",
-                            k, (unsigned long long)e, s);
+            return tw__fail(why, len, "level %u: due tick %llu in slot %u", k,
+                            (unsigned long long)e, s);
     }
     return 0;
 }
@@ -318,8 +322,7 @@ static int check_level(const struct tw_wheel *w, unsigned k, char *why,
     if (w->cur < lv->base || w->cur > lv->last ||
         (w->cur - lv->base) / lv->width != lv->pos ||
         (lv->span != UINT64_MAX && lv->base % lv->span != 0))
-        return tw__fail(why, len, "level %u: revolution does not hold cur",
-                        k);
+        return tw__fail(why, len, "level %u: revolution does not hold cur", k);
     if (nwords < 64 && lv->bits.summary >> nwords)
         return tw__fail(why, len, "level %u: summary bit past its words", k);
     for (unsigned i = 0; i < nwords; i++) {

@@ -45,35 +45,35 @@ struct tw__level {
     uint64_t base;  /* first tick of the current revolution */
     uint64_t last;  /* last tick of the current revolution (saturated) */
     uint32_t nslots;
-    uint32_t pos;     /* cur's slot at this level */
-    uint32_t first;   /* index of slot 0 in tw_wheel.slots */
+    uint32_t pos;   /* cur's slot at this level */
+    uint32_t first; /* index of slot 0 in tw_wheel.slots */
     uint32_t unused;
     struct tw__bitmap bits;
 };
 
 struct tw_wheel {
     enum tw_mode mode;
-    unsigned busy;       /* TW__ADVANCING | TW__VISITING */
+    unsigned busy; /* TW__ADVANCING | TW__VISITING */
     uint64_t tick_ns;
     uint64_t start_ns;
-    uint64_t now;        /* latest time given to an advance */
-    uint64_t cur;        /* last tick processed */
-    uint64_t max_tick;   /* due tick of UINT64_MAX: the end of time */
-    uint64_t defer_to;   /* while advancing: due ticks <= this are deferred */
-    size_t count;        /* pending timers */
+    uint64_t now;      /* latest time given to an advance */
+    uint64_t cur;      /* last tick processed */
+    uint64_t max_tick; /* due tick of UINT64_MAX: the end of time */
+    uint64_t defer_to; /* while advancing: due ticks <= this are deferred */
+    size_t count;      /* pending timers */
     struct tw_link expired;
     struct tw_link deferred;
     struct tw_link *slots; /* every slot head of every level, finest first */
     size_t nslots;
-    uint64_t *words;       /* bitmap words of every level (hier) */
+    uint64_t *words; /* bitmap words of every level (hier) */
     size_t nwords;
     /* hierarchical */
-    uint64_t occupied;     /* bit k: level k holds a timer */
+    uint64_t occupied; /* bit k: level k holds a timer */
     unsigned nlevels;
     struct tw__level levels[TW__LEVELS_MAX];
     /* hashed */
-    uint64_t mask;         /* slots - 1 */
-    unsigned shift;        /* log2(slots) */
+    uint64_t mask;  /* slots - 1 */
+    unsigned shift; /* log2(slots) */
 };
 
 /* Due tick of an absolute deadline (see above); never above max_tick. */

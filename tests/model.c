@@ -118,8 +118,8 @@ static void model_schedule(struct harness *h, struct model_timer *mt,
                    : tw_schedule(h->w, &mt->t, deadline);
 
     if (!rearm && mt->pending) {
-        cr_assert_eq(rc, -EBUSY, "%s: schedule of a pending timer: %d",
-                     h->name, rc);
+        cr_assert_eq(rc, -EBUSY, "%s: schedule of a pending timer: %d", h->name,
+                     rc);
         return;
     }
     cr_assert_eq(rc, rearm ? (int)mt->pending : 0, "%s: %s returned %d",
@@ -136,8 +136,8 @@ static void model_cancel(struct harness *h, struct model_timer *mt)
 {
     int rc = tw_cancel(h->w, &mt->t);
 
-    cr_assert_eq(rc, mt->pending ? 1 : 0, "%s: cancel returned %d",
-                 h->name, rc);
+    cr_assert_eq(rc, mt->pending ? 1 : 0, "%s: cancel returned %d", h->name,
+                 rc);
     if (mt->pending)
         h->pending--;
     mt->pending = false;
@@ -184,13 +184,13 @@ static void on_fire(struct tw_timer *t, void *arg)
 
     cr_assert(t == &mt->t && h->advancing, "%s: callback outside advance",
               h->name);
-    cr_assert(mt->pending, "%s: timer %zu fired but was not pending",
-              h->name, mt->id);
+    cr_assert(mt->pending, "%s: timer %zu fired but was not pending", h->name,
+              mt->id);
     cr_assert(!tw_timer_pending(t), "%s: timer pending in its callback",
               h->name);
     cr_assert(mt->sched_call != h->call,
-              "%s: timer %zu fired in the advance that scheduled it",
-              h->name, mt->id);
+              "%s: timer %zu fired in the advance that scheduled it", h->name,
+              mt->id);
     cr_assert(mt->due <= h->target,
               "%s: timer %zu early: due tick %" PRIu64 ", reached %" PRIu64,
               h->name, mt->id, mt->due, h->target);
@@ -264,12 +264,12 @@ static void do_advance(struct harness *h, uint64_t now, uint64_t budget)
     h->target = model_target(&h->cfg, now);
     h->last_key = 0;
     h->advancing = true;
-    ran = budget ? tw_advance_bounded(h->w, now, budget)
-                 : tw_advance(h->w, now);
+    ran =
+        budget ? tw_advance_bounded(h->w, now, budget) : tw_advance(h->w, now);
     h->advancing = false;
-    cr_assert_eq((uint64_t)ran, h->fired - fired, "%s: advance ran %" PRId64
-                 ", callbacks counted %" PRIu64, h->name, ran,
-                 h->fired - fired);
+    cr_assert_eq((uint64_t)ran, h->fired - fired,
+                 "%s: advance ran %" PRId64 ", callbacks counted %" PRIu64,
+                 h->name, ran, h->fired - fired);
     if (!budget || (uint64_t)ran < budget)
         check_none_left(h);
 }
@@ -311,7 +311,8 @@ static void check_next_deadline(struct harness *h)
     bound = bound < now ? now : bound;
     cr_assert(nd >= now && nd <= bound,
               "%s: next deadline %" PRIu64 " outside [%" PRIu64 ", %" PRIu64
-              "]", h->name, nd, now, bound);
+              "]",
+              h->name, nd, now, bound);
 }
 
 static int count_visit(struct tw_timer *t, void *ctx)
@@ -370,8 +371,9 @@ static void random_op(struct harness *h)
         break;
     case 10:
         if (now > h->cfg.start_ns) {
-            cr_assert_eq(tw_advance(h->w, now - 1 - below(h, now -
-                                    h->cfg.start_ns)), -ERANGE);
+            cr_assert_eq(
+                tw_advance(h->w, now - 1 - below(h, now - h->cfg.start_ns)),
+                -ERANGE);
             cr_assert_eq(tw_now(h->w), now);
         }
         break;

@@ -37,13 +37,13 @@ struct harness {
     size_t ntimers;
     size_t pending;
     uint64_t rng;
-    long call;           /* index of the advance running or last run */
+    long call; /* index of the advance running or last run */
     bool advancing;
-    bool quiet;          /* callbacks do nothing (final drain) */
-    uint64_t target;     /* due tick reached by the running advance */
+    bool quiet;      /* callbacks do nothing (final drain) */
+    uint64_t target; /* due tick reached by the running advance */
     uint64_t prev_target;
-    uint64_t last_key;   /* order key of the last timer fired in this call */
-    uint64_t max_step;   /* largest advance step, in ticks */
+    uint64_t last_key; /* order key of the last timer fired in this call */
+    uint64_t max_step; /* largest advance step, in ticks */
     uint64_t fired, ops, check_every;
     char why[256];
 };

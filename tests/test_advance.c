@@ -130,8 +130,9 @@ Test(advance, thirty_days_in_one_call)
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r[6];
     const uint64_t day = 86400 * SEC;
-    const uint64_t when[6] = {MS, SEC + 7 * MS, 59 * SEC, 3 * 3600 * SEC,
-                              29 * day + 17 * MS, 30 * day};
+    const uint64_t when[6] = {
+        MS,      SEC + 7 * MS, 59 * SEC, 3 * 3600 * SEC, 29 * day + 17 * MS,
+        30 * day};
 
     for (int i = 5; i >= 0; i--) {
         rec_init(&r[i], w);

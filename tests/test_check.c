@@ -13,8 +13,7 @@ static void expect_broken(const struct tw_wheel *w, const char *what)
 {
     char why[200] = "";
 
-    cr_assert_eq(tw_check(w, why, sizeof(why)), -EPROTO, "%s unnoticed",
-                 what);
+    cr_assert_eq(tw_check(w, why, sizeof(why)), -EPROTO, "%s unnoticed", what);
     cr_assert_neq(why[0], '\0');
 }
 

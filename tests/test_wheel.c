@@ -147,7 +147,7 @@ Test(wheel, destroy_detaches_pending_timers)
 
         for (int i = 0; i < 4; i++)
             rec_init(&r[i], w);
-        cr_assert_eq(tw_schedule(w, &r[0].t, 0), 0);        /* deferred */
+        cr_assert_eq(tw_schedule(w, &r[0].t, 0), 0); /* deferred */
         cr_assert_eq(tw_schedule(w, &r[1].t, 5 * MS), 0);
         cr_assert_eq(tw_schedule(w, &r[2].t, 5 * SEC), 0);
         cr_assert_eq(tw_schedule(w, &r[3].t, UINT64_MAX), 0);

@@ -15,10 +15,10 @@
 struct rec {
     struct tw_timer t;
     struct tw_wheel *w;
-    int fired;         /* times the callback ran */
-    int seq;           /* global firing order of the last run */
-    uint64_t at;       /* tw_now() when it last ran */
-    uint64_t period;   /* > 0: re-arm itself this far after each run */
+    int fired;          /* times the callback ran */
+    int seq;            /* global firing order of the last run */
+    uint64_t at;        /* tw_now() when it last ran */
+    uint64_t period;    /* > 0: re-arm itself this far after each run */
     struct rec *victim; /* cancelled by this timer's callback, if set */
     int victim_rc;
 };
