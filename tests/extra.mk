@@ -1,0 +1,81 @@
+# Testing tools beyond `make test` (issue 5), included by the top Makefile.
+# docs/testing.md says what each one checks and what it last measured.
+#
+#   make fuzz         the libFuzzer target under ASan+UBSan, one process per
+#                     mode, FUZZ_SECONDS each (default 60), from the corpus
+#                     in tests/fuzz/corpus; a failing input is saved there
+#   make fuzz-merge   add to tests/fuzz/corpus the inputs of the last `make
+#                     fuzz` that cover something the corpus does not
+#   make coverage     line and branch coverage of lib/ over the whole suite
+#                     (gcovr), built in build/coverage
+#   make soak         millions of timers through both modes and the service
+#                     for SOAK_SECONDS (default 180); exact accounting and
+#                     memory back to its baseline (not in CI)
+#   make memcheck     the core tests under valgrind memcheck: no error, no
+#                     leak (about two minutes)
+
+.PHONY: fuzz fuzz-run fuzz-merge coverage coverage-run soak soak-run \
+        memcheck memcheck-run
+
+# ---- fuzzing ---------------------------------------------------------------
+
+FUZZ_SECONDS ?= 60
+# Inputs longer than this are cut; the committed corpus stays far below it.
+FUZZ_MAX_LEN ?= 2048
+FUZZ_DIR := build/fuzz
+FUZZ_BIN := $(FUZZ_DIR)/fuzz_wheel
+# The core only: the service needs threads and a clock, and has the soak.
+FUZZ_LIB := $(filter-out lib/service%,$(LIB_SRC))
+FUZZ_SRC := $(FUZZ_LIB) tests/fuzz/driver.c tests/fuzz/fuzz_wheel.c
+# The system allocator, so that AddressSanitizer sees every block the wheel
+# allocates (it cannot see inside jemalloc's mallocx).
+FUZZ_CFLAGS := $(WARN) -O2 -g -fsanitize=fuzzer,address,undefined \
+               -fno-sanitize-recover=all -fno-omit-frame-pointer \
+               -fsanitize-coverage-ignorelist=tests/fuzz/ignore.txt \
+               $(CPPFLAGS_LIB) -DTW_ALLOC_LIBC -Itests/fuzz
+DEPS_FUZZ := clang libclang-rt-dev
+
+fuzz:
+	@$(MAKE) --no-print-directory deps DEPS_EXTRA="$(DEPS_FUZZ)"
+	@$(MAKE) --no-print-directory fuzz-run
+
+$(FUZZ_BIN): $(FUZZ_SRC) tests/fuzz/driver.h tests/fuzz/ignore.txt $(LIB_HDR)
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -o $@ $(FUZZ_SRC)
+
+fuzz-run: $(FUZZ_BIN)
+	sh tests/fuzz/run.sh $(FUZZ_BIN) $(FUZZ_SECONDS) $(FUZZ_MAX_LEN)
+
+# Only inputs of at most 1 KB are merged, to keep the replay in `make test`
+# (which also runs under the sanitizers and valgrind) within a few seconds.
+fuzz-merge: $(FUZZ_BIN)
+	$(FUZZ_BIN) -merge=1 -max_len=1024 tests/fuzz/corpus \
+	    $(wildcard $(FUZZ_DIR)/corpus-*)
+	@echo "fuzz-merge: $$(ls tests/fuzz/corpus | wc -l) inputs in tests/fuzz/corpus"
+
+# ---- coverage --------------------------------------------------------------
+
+COV_DIR := build/coverage
+# -O0 so that every line and branch of the source maps to code; the suite is
+# run as `make test` runs it (the fuzz corpus replay included).
+COV_OPT := -O0 -g --coverage
+# lib/ only, and only branches the compiler could not prove dead.
+COV_GCOVR := gcovr --root . --filter 'lib/' --exclude-unreachable-branches \
+             $(COV_DIR)
+
+coverage:
+	@$(MAKE) --no-print-directory deps DEPS_EXTRA="gcovr"
+	@$(MAKE) --no-print-directory coverage-run
+
+coverage-run:
+	@$(MAKE) --no-print-directory B=$(COV_DIR) OPT="$(COV_OPT)" \
+	    $(COV_DIR)/tests/twtest
+	find $(COV_DIR) -name '*.gcda' -delete
+	$(COV_DIR)/tests/twtest $(TEST_ARGS)
+	@echo "== lines of lib/"
+	@$(COV_GCOVR) --sort-percentage
+	@echo "== branches of lib/"
+	@$(COV_GCOVR) --branches --sort-percentage
+	@$(COV_GCOVR) --html-details $(COV_DIR)/index.html
+	@echo "coverage: per-line report in $(COV_DIR)/index.html"
+	@$(COV_GCOVR) --print-summary --txt /dev/null
