@@ -56,9 +56,11 @@ fuzz-merge: $(FUZZ_BIN)
 # ---- coverage --------------------------------------------------------------
 
 COV_DIR := build/coverage
-# -O0 so that every line and branch of the source maps to code; the suite is
-# run as `make test` runs it (the fuzz corpus replay included).
-COV_OPT := -O0 -g --coverage
+# -O0 so that every line and branch of the source maps to code; atomic
+# counters, since the service's threads run the same code at once (plain
+# ones lose updates and gcov then reports negative counts). The suite is run
+# as `make test` runs it, the fuzz corpus replay included.
+COV_OPT := -O0 -g --coverage -fprofile-update=atomic
 # lib/ only, and only branches the compiler could not prove dead.
 COV_GCOVR := gcovr --root . --filter 'lib/' --exclude-unreachable-branches \
              $(COV_DIR)
@@ -71,11 +73,14 @@ coverage-run:
 	@$(MAKE) --no-print-directory B=$(COV_DIR) OPT="$(COV_OPT)" \
 	    $(COV_DIR)/tests/twtest
 	find $(COV_DIR) -name '*.gcda' -delete
-	$(COV_DIR)/tests/twtest $(TEST_ARGS)
-	@echo "== lines of lib/"
-	@$(COV_GCOVR) --sort-percentage
-	@echo "== branches of lib/"
-	@$(COV_GCOVR) --branches --sort-percentage
-	@$(COV_GCOVR) --html-details $(COV_DIR)/index.html
-	@echo "coverage: per-line report in $(COV_DIR)/index.html"
-	@$(COV_GCOVR) --print-summary --txt /dev/null
+	@# The figures are printed even when a test fails; make fails after.
+	@rc=0; $(COV_DIR)/tests/twtest $(TEST_ARGS) || rc=$$?; \
+	echo "== lines of lib/"; \
+	$(COV_GCOVR) --sort-percentage; \
+	echo "== branches of lib/"; \
+	$(COV_GCOVR) --branches --sort-percentage; \
+	$(COV_GCOVR) --html-details $(COV_DIR)/index.html; \
+	echo "coverage: per-line report in $(COV_DIR)/index.html"; \
+	$(COV_GCOVR) --print-summary --txt /dev/null; \
+	[ $$rc -eq 0 ] || echo "coverage: the suite FAILED (exit $$rc)"; \
+	exit $$rc
