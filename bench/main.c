@@ -194,56 +194,63 @@ static bool param_option(int c, const char *arg, struct bench_params *p)
     }
 }
 
-/* Parse argv into cfg and cli; exits on --help or a bad option. */
-static void parse(int argc, char **argv, struct run_config *cfg,
-                  struct cli *cli)
+/* One option of the second pass; exits on a bad value. */
+static void apply_option(int c, struct run_config *cfg, struct cli *cli)
+{
+    if (c == 'w')
+        cli->wl = optarg;
+    else if (c == 'i')
+        cli->im = optarg;
+    else if (c == 'n')
+        cli->sizes = optarg;
+    else if (c == 'o')
+        cli->out = optarg;
+    else if (c == 'q')
+        cfg->quiet = true;
+    else if (c == OPT_NOPLOT)
+        cli->no_plots = true;
+    else if (c != 's' && !param_option(c, optarg, &cfg->p)) {
+        fprintf(stderr, "twbench: bad value '%s'\n", optarg);
+        exit(2);
+    }
+}
+
+/* One scan of argv: pass 0 only picks the suite, pass 1 applies the rest
+ * (so options override the suite wherever they stand). */
+static const char *scan(int argc, char **argv, int pass,
+                        struct run_config *cfg, struct cli *cli)
 {
     const char *suite = "quick";
     int c;
 
-    for (int pass = 0; pass < 2; pass++) {
-        optind = 0; /* glibc: start a fresh scan */
-        while ((c = getopt_long(argc, argv, "s:w:i:n:r:S:o:b:qh", longopts,
-                                NULL)) != -1) {
-            if (c == 'h') {
-                usage(stdout);
-                exit(0);
-            }
-            if (c == '?') {
-                usage(stderr);
-                exit(2);
-            }
-            if (pass == 0) { /* the suite first: other options override it */
-                if (c == 's')
-                    suite = optarg;
-                continue;
-            }
-            if (c == 'w')
-                cli->wl = optarg;
-            else if (c == 'i')
-                cli->im = optarg;
-            else if (c == 'n')
-                cli->sizes = optarg;
-            else if (c == 'o')
-                cli->out = optarg;
-            else if (c == 'q')
-                cfg->quiet = true;
-            else if (c == OPT_NOPLOT)
-                cli->no_plots = true;
-            else if (c != 's' && !param_option(c, optarg, &cfg->p)) {
-                fprintf(stderr, "twbench: bad value '%s'\n", optarg);
-                exit(2);
-            }
+    optind = 0; /* glibc: start a fresh scan */
+    while ((c = getopt_long(argc, argv, "s:w:i:n:r:S:o:b:qh", longopts,
+                            NULL)) != -1) {
+        if (c == 'h' || c == '?') {
+            usage(c == 'h' ? stdout : stderr);
+            exit(c == 'h' ? 0 : 2);
         }
-        if (pass == 0) {
-            cfg->suite = suite_find(suite);
-            if (!cfg->suite) {
-                fprintf(stderr, "twbench: unknown suite '%s'\n", suite);
-                exit(2);
-            }
-            cfg->p = cfg->suite->p;
-        }
+        if (pass == 0 && c == 's')
+            suite = optarg;
+        else if (pass == 1)
+            apply_option(c, cfg, cli);
     }
+    return suite;
+}
+
+/* Parse argv into cfg and cli; exits on --help or a bad option. */
+static void parse(int argc, char **argv, struct run_config *cfg,
+                  struct cli *cli)
+{
+    const char *suite = scan(argc, argv, 0, cfg, cli);
+
+    cfg->suite = suite_find(suite);
+    if (!cfg->suite) {
+        fprintf(stderr, "twbench: unknown suite '%s'\n", suite);
+        exit(2);
+    }
+    cfg->p = cfg->suite->p;
+    scan(argc, argv, 1, cfg, cli);
     if (optind < argc) {
         fprintf(stderr, "twbench: unexpected argument '%s'\n", argv[optind]);
         exit(2);
@@ -308,8 +315,8 @@ int main(int argc, char **argv)
         output_plots(&rs, &cfg, cli.out, &pl);
     if (!output_csv(&rs, cli.out) || !output_report(&rs, &cfg, &m, &pl, cli.out))
         return 1;
-    printf("\nwrote %s/results.csv, %s/report.md%s%s\n", cli.out, cli.out,
-           pl.n ? " and plots in " : "", pl.n ? cli.out : "");
+    printf("\nwrote %s/results.csv, %s/report.md and %u plots in %s/plots\n",
+           cli.out, cli.out, pl.n, cli.out);
     results_free(&rs);
     return 0;
 }

@@ -42,7 +42,11 @@ static void write_lines(FILE *dat, FILE *gp, const struct results *rs,
                                         sizes[k]));
         fprintf(dat, "\n");
     }
-    fprintf(gp, "set logscale xy\nset format x '1e%%T'\nplot ");
+    if (ns)
+        fprintf(gp, "set xrange [%g:%g]\n", (double)sizes[0] / 1.5,
+                (double)sizes[ns - 1] * 1.5);
+    fprintf(gp, "set logscale xy\nset format x '1e%%T'\n"
+                "set key outside right top\nplot ");
     for (unsigned i = 0; i < cfg->nim; i++)
         fprintf(gp, "%s'%s.dat' using 1:%u with linespoints lw 2 pt %u "
                 "title '%s'", i ? ", " : "", base, i + 2, i + 4,
@@ -125,6 +129,34 @@ static bool run_gnuplot(const char *pdir, const char *base)
     return system(cmd) == 0;
 }
 
+/* The plot of one workload variant, recorded in pl when gnuplot made it. */
+static void variant_plot(const struct results *rs,
+                         const struct run_config *cfg,
+                         const struct workload *wl, unsigned v,
+                         const char *pdir, struct plots *pl)
+{
+    const struct result *r0 = NULL;
+    char base[80];
+
+    for (size_t i = 0; i < rs->n && !r0; i++)
+        if (rs->r[i].wl == wl && rs->r[i].variant == v &&
+            rs->r[i].metric == 0)
+            r0 = &rs->r[i];
+    if (!r0 || pl->n == OUTPUT_MAX_PLOTS)
+        return;
+    snprintf(base, sizeof(base), "%s%s%s", wl->name,
+             wl->nvariants > 1 ? "-" : "",
+             wl->nvariants > 1 ? wl->variants[v] : "");
+    if (!one_plot(rs, cfg, r0, pdir, base) || !run_gnuplot(pdir, base)) {
+        snprintf(pl->why_not, sizeof(pl->why_not),
+                 "gnuplot failed on %s/%s.gp (see %s.err)", pdir, base, base);
+        return;
+    }
+    snprintf(pl->file[pl->n], sizeof(pl->file[0]), "plots/%s.png", base);
+    pl->wl[pl->n] = wl;
+    pl->variant[pl->n++] = v;
+}
+
 void output_plots(const struct results *rs, const struct run_config *cfg,
                   const char *dir, struct plots *pl)
 {
@@ -143,30 +175,6 @@ void output_plots(const struct results *rs, const struct run_config *cfg,
         return;
     }
     for (unsigned w = 0; w < cfg->nwl; w++)
-        for (unsigned v = 0; v < cfg->wl[w]->nvariants; v++) {
-            const struct result *r0 = NULL;
-            char base[80];
-
-            for (size_t i = 0; i < rs->n && !r0; i++)
-                if (rs->r[i].wl == cfg->wl[w] && rs->r[i].variant == v &&
-                    rs->r[i].metric == 0)
-                    r0 = &rs->r[i];
-            if (!r0 || pl->n == OUTPUT_MAX_PLOTS)
-                continue;
-            snprintf(base, sizeof(base), "%s%s%s", cfg->wl[w]->name,
-                     cfg->wl[w]->nvariants > 1 ? "-" : "",
-                     cfg->wl[w]->nvariants > 1 ? cfg->wl[w]->variants[v]
-                                               : "");
-            if (!one_plot(rs, cfg, r0, pdir, base) ||
-                !run_gnuplot(pdir, base)) {
-                snprintf(pl->why_not, sizeof(pl->why_not),
-                         "gnuplot failed on %s/%s.gp (see %s.err)", pdir,
-                         base, base);
-                continue;
-            }
-            snprintf(pl->file[pl->n], sizeof(pl->file[0]), "plots/%s.png",
-                     base);
-            pl->wl[pl->n] = cfg->wl[w];
-            pl->variant[pl->n++] = v;
-        }
+        for (unsigned v = 0; v < cfg->wl[w]->nvariants; v++)
+            variant_plot(rs, cfg, cfg->wl[w], v, pdir, pl);
 }

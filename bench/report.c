@@ -32,8 +32,10 @@ static void method_section(FILE *f, const struct run_config *cfg)
 
     fprintf(f,
         "## Method\n\n"
-        "- Suite `%s` (%s), seed %llu, up to %u timed repetitions per cell "
-        "after one untimed warm-up, budget %g s of wall time per cell.\n"
+        "- Suite `%s` (%s), seed %llu, up to %u timed repetitions per cell, "
+        "after one untimed warm-up repetition when the previous size shows "
+        "that it costs less than a quarter of the cell's budget of %g s of "
+        "wall time.\n"
         "- Every workload generates its operation sequence once, from the "
         "seed, before any timing; every implementation replays exactly that "
         "sequence through one table of operations (create, schedule, cancel, "
@@ -44,7 +46,8 @@ static void method_section(FILE *f, const struct run_config *cfg)
         "written in the cell's note.\n"
         "- Cells show the median over the repetitions, `(xR)` the ratio to "
         "the fastest implementation at that size, and `[min-max]` the "
-        "spread. Times are wall-clock (CLOCK_MONOTONIC) around the timed "
+        "spread. The machine is a shared virtual machine: a wide spread "
+        "means interference, and the minimum is then the better guide. Times are wall-clock (CLOCK_MONOTONIC) around the timed "
         "part only, except longdelay, which is the thread's CPU time.\n"
         "- A cell whose one repetition, scaled linearly from the previous "
         "size, would exceed the budget is not run, and its note says so; "
@@ -67,7 +70,7 @@ static void method_section(FILE *f, const struct run_config *cfg)
         "libevent has no call telling its next timeout.\n"
         "- The same compiler flags for twbench and libtimewheel (above); "
         "libuv and libevent are Debian's builds (-O2).\n"
-        "- Instructions per operation: %s.\n"
+        "- Instructions per operation: %s%s%s.\n"
         "- Workload knobs: churn %llu pairs per repetition; rearm %llu "
         "messages per repetition at %llu per tick, idle timeout %.0f s; "
         "purgatory %.0f requests/s, latency p50 %.0f ms and p75 %.0f ms, "
@@ -77,14 +80,13 @@ static void method_section(FILE *f, const struct run_config *cfg)
         (unsigned long long)p->seed, p->reps, p->budget_s,
         perfcount_ok() ? "reported as instructions_per_* metrics"
                        : "not reported, because the counter is not "
-                         "available here",
+                         "available here (",
+        perfcount_why(), perfcount_ok() ? "" : ")",
         (unsigned long long)p->churn_pairs, (unsigned long long)p->rearm_msgs,
         (unsigned long long)p->rearm_per_tick, p->rearm_idle_ns / 1e9,
         p->purg_rate, p->purg_p50_ms, p->purg_p75_ms, p->purg_timeout_ms,
         (unsigned long long)p->burst_max_run, p->longdelay_span_ns / 1e9,
         p->jump_span_ns / 86400e9);
-    if (!perfcount_ok())
-        fprintf(f, "  (%s.)\n\n", perfcount_why());
 }
 
 static void cell(FILE *f, const struct results *rs, const struct result *r)

@@ -6,8 +6,11 @@
  * budget_s of wall time. Before a cell, the time one repetition took at the
  * previous size is scaled linearly to this size; a cell whose single
  * repetition would not fit is skipped with a note saying so, and otherwise
- * the repetitions are cut to what fits (at least one) and the warm-up is
- * dropped when it would not fit. Nothing is ever extrapolated into a result.
+ * the repetitions are cut to what fits (at least one); an untimed warm-up
+ * repetition comes first only when it is known to be cheap. The prediction
+ * is only a guard: costs that grow faster than n (a hashed wheel whose
+ * buckets leave the cache) can still overrun it once. Nothing is ever
+ * extrapolated into a result.
  */
 #include <stdio.h>
 #include <string.h>
@@ -62,13 +65,14 @@ static bool plan_cell(const struct run_config *cfg, const struct history *h,
 {
     double budget = cfg->p.budget_s, pred = 0;
 
-    *plan = (struct wl_plan){.reps = cfg->p.reps, .warmup = true,
+    /* No warm-up before the first size: its cost is unknown, and the
+     * median of the repetitions absorbs one cold run. */
+    *plan = (struct wl_plan){.reps = cfg->p.reps, .warmup = false,
                              .budget_s = budget};
     if (h->n)
         pred = h->rep_s * (double)n / (double)h->n;
     if (pred > budget) {
-        for (unsigned m = 0; m < wl->nmetrics; m++)
-            wl_note(out, m, "not run: one repetition would take about "
+        wl_note_all(out, wl, "not run: one repetition would take about "
                     "%.0f s (scaled from n=%llu), over the cell budget of "
                     "%g s (see --budget)", pred, (unsigned long long)h->n,
                     budget);
@@ -78,7 +82,9 @@ static bool plan_cell(const struct run_config *cfg, const struct history *h,
         unsigned fit = (unsigned)(budget / pred);
 
         plan->reps = fit < plan->reps ? (fit ? fit : 1) : plan->reps;
-        plan->warmup = pred * (plan->reps + 1) <= budget;
+        /* Warm up only when it costs little of the budget. */
+        plan->warmup = pred * (plan->reps + 1) <= budget &&
+                       pred <= budget / 4;
     }
     plan->stop_ns = clock_now_ns() + (uint64_t)(budget * 1e9);
     return true;

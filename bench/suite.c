@@ -56,17 +56,17 @@ static const struct suite_sizes smoke_sizes[] = {
 
 static const struct suite quick = {
     .name = "quick",
-    .about = "sizes 10^3..10^6, 5 repetitions, 6 s per cell (make bench)",
-    .p = {COMMON_PARAMS, .reps = 5, .budget_s = 6, .churn_pairs = 200000,
+    .about = "sizes 10^3..10^6, 5 repetitions, 4 s per cell (make bench)",
+    .p = {COMMON_PARAMS, .reps = 5, .budget_s = 4, .churn_pairs = 200000,
           .rearm_msgs = 200000, .longdelay_span_ns = HOUR},
     .sizes = quick_sizes,
 };
 
 static const struct suite full = {
     .name = "full",
-    .about = "sizes 10^3..10^7, 7 repetitions, 120 s per cell "
+    .about = "sizes 10^3..10^7, 5 repetitions, 60 s per cell "
              "(make bench-full)",
-    .p = {COMMON_PARAMS, .reps = 7, .budget_s = 120, .churn_pairs = 1000000,
+    .p = {COMMON_PARAMS, .reps = 5, .budget_s = 60, .churn_pairs = 1000000,
           .rearm_msgs = 1000000, .longdelay_span_ns = HOUR},
     .sizes = full_sizes,
 };

@@ -82,7 +82,7 @@ static void burst_bounded(struct burst *b, const struct impl *im,
 }
 
 static void burst_run(void *seq, const struct impl *im,
-                      const struct wl_plan *plan, struct wl_result *out)
+                      struct wl_plan *plan, struct wl_result *out)
 {
     if (plan->warmup)
         burst_whole(seq, im, out, false);

@@ -46,7 +46,7 @@ static void *expire_prepare(const struct bench_params *p, unsigned variant,
 static void expire_once(struct expire *e, const struct impl *im,
                         struct wl_result *out, bool timed)
 {
-    void *ctx = wl_create(im, e->n, 3, out);
+    void *ctx = wl_create(im, e->n, 2, out);
 
     if (!ctx)
         return;
@@ -67,7 +67,7 @@ static void expire_once(struct expire *e, const struct impl *im,
 }
 
 static void expire_run(void *seq, const struct impl *im,
-                       const struct wl_plan *plan, struct wl_result *out)
+                       struct wl_plan *plan, struct wl_result *out)
 {
     if (plan->warmup)
         expire_once(seq, im, out, false);
@@ -86,7 +86,7 @@ static void expire_release(void *seq)
 static const struct wl_metric metrics[] = {
     {"ns_per_timer", "ns", false},
     {"ns_per_schedule", "ns", false},
-    {"instructions_per_timer", "instructions", false},
+    {"instructions_per_timer", WL_UNIT_INSTRUCTIONS, false},
 };
 
 const struct workload wl_expire = {

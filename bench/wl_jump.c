@@ -61,7 +61,7 @@ static uint64_t jump_once(struct jump *j, const struct ops *s, uint64_t to,
 }
 
 static void jump_run(void *seq, const struct impl *im,
-                     const struct wl_plan *plan, struct wl_result *out)
+                     struct wl_plan *plan, struct wl_result *out)
 {
     struct jump *j = seq;
     double hour_s = 0;

@@ -142,7 +142,7 @@ static void purgatory_once(struct purgatory *g, const struct impl *im,
 }
 
 static void purgatory_run(void *seq, const struct impl *im,
-                          const struct wl_plan *plan, struct wl_result *out)
+                          struct wl_plan *plan, struct wl_result *out)
 {
     if (plan->warmup)
         purgatory_once(seq, im, out, false);

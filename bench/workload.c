@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "perfcount.h"
 #include "workload.h"
 
 const struct workload *const bench_workloads[] = {
@@ -44,6 +45,21 @@ void wl_note(struct wl_result *out, unsigned m, const char *fmt, ...)
     snprintf(note + len, WL_NOTE - len, "%s%s", len ? "; " : "", text);
 }
 
+void wl_note_all(struct wl_result *out, const struct workload *wl,
+                 const char *fmt, ...)
+{
+    char text[WL_NOTE];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    for (unsigned m = 0; m < wl->nmetrics; m++)
+        if (perfcount_ok() ||
+            strcmp(wl->metrics[m].unit, WL_UNIT_INSTRUCTIONS) != 0)
+            wl_note(out, m, "%s", text);
+}
+
 void *wl_create(const struct impl *im, uint64_t n, unsigned nmetrics,
                 struct wl_result *out)
 {
@@ -57,9 +73,15 @@ void *wl_create(const struct impl *im, uint64_t n, unsigned nmetrics,
     return ctx;
 }
 
-bool wl_more(const struct wl_plan *plan, unsigned r)
+bool wl_more(struct wl_plan *plan, unsigned r)
 {
-    return r < plan->reps && (r == 0 || clock_now_ns() < plan->stop_ns);
+    uint64_t now = clock_now_ns();
+
+    if (r >= plan->reps ||
+        (r > 0 && now + (now - plan->rep_ns) > plan->stop_ns))
+        return false;
+    plan->rep_ns = now;
+    return true;
 }
 
 void wl_check_fired(struct wl_result *out, unsigned m, uint64_t fired,

@@ -37,6 +37,10 @@ struct wl_metric {
     bool higher_better;
 };
 
+/* Metrics in this unit exist only where the instruction counter works. */
+#define WL_UNIT_INSTRUCTIONS "instructions"
+
+
 #define WL_MAX_METRICS 4
 #define WL_MAX_REPS 64
 #define WL_NOTE 320
@@ -55,7 +59,8 @@ struct wl_plan {
     unsigned reps;       /* timed repetitions wanted */
     bool warmup;         /* one untimed repetition first */
     double budget_s;     /* the cell's budget */
-    uint64_t stop_ns;    /* start no repetition after this (real clock) */
+    uint64_t stop_ns;    /* no repetition may end after this (real clock) */
+    uint64_t rep_ns;     /* wl_more(): when the last repetition started */
 };
 
 struct workload {
@@ -68,7 +73,7 @@ struct workload {
     const struct wl_metric *metrics;
     void *(*prepare)(const struct bench_params *p, unsigned variant,
                      uint64_t n);
-    void (*run)(void *seq, const struct impl *im, const struct wl_plan *plan,
+    void (*run)(void *seq, const struct impl *im, struct wl_plan *plan,
                 struct wl_result *out);
     void (*release)(void *seq);
 };
@@ -89,11 +94,16 @@ void wl_add(struct wl_result *out, unsigned m, double value);
 /* Add to metric m's note (printf format), unless it says that already. */
 void wl_note(struct wl_result *out, unsigned m, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* im->create(), or NULL with the reason noted on every metric. */
+/* Note on every metric of wl that can have a value here (printf format). */
+void wl_note_all(struct wl_result *out, const struct workload *wl,
+                 const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* im->create(), or NULL with the reason noted on metrics 0..nmetrics-1. */
 void *wl_create(const struct impl *im, uint64_t n, unsigned nmetrics,
                 struct wl_result *out);
-/* Whether repetition r (0-based, warm-up not counted) should start. */
-bool wl_more(const struct wl_plan *plan, unsigned r);
+/* Whether repetition r (0-based, warm-up not counted) should start: the
+ * first always does, a later one only if another repetition as long as the
+ * last still ends within the budget. */
+bool wl_more(struct wl_plan *plan, unsigned r);
 /* Note on metric m that fired != expected (a bug somewhere). */
 void wl_check_fired(struct wl_result *out, unsigned m, uint64_t fired,
                     uint64_t expected);
