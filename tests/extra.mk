@@ -84,3 +84,38 @@ coverage-run:
 	$(COV_GCOVR) --print-summary --txt /dev/null; \
 	[ $$rc -eq 0 ] || echo "coverage: the suite FAILED (exit $$rc)"; \
 	exit $$rc
+
+# ---- valgrind --------------------------------------------------------------
+
+MEMCHECK_DIR := build/memcheck
+# Core suites only: the service's are timing tests that valgrind's slowdown
+# would break, and TSan and the soak cover its threads.
+MEMCHECK_FILTER := !(service*|badinput_service|badinput_oom)/*
+# Random operations per differential test (the default is 180000).
+MEMCHECK_OPS ?= 20000
+# The system allocator, so that memcheck sees every block: jemalloc's
+# mallocx() and sdallocx() are invisible to it.
+MEMCHECK_VG := valgrind --trace-children=yes --leak-check=full \
+               --show-leak-kinds=definite,indirect,possible \
+               --errors-for-leak-kinds=definite,indirect,possible \
+               --error-exitcode=99 --log-file=$(MEMCHECK_DIR)/vg/%p.log
+
+memcheck:
+	@$(MAKE) --no-print-directory deps DEPS_EXTRA="valgrind"
+	@$(MAKE) --no-print-directory memcheck-run
+
+memcheck-run:
+	@$(MAKE) --no-print-directory ALLOC=libc B=$(MEMCHECK_DIR) \
+	    OPT="-O1 -g" $(MEMCHECK_DIR)/tests/twtest
+	rm -rf $(MEMCHECK_DIR)/vg && mkdir -p $(MEMCHECK_DIR)/vg
+	@# Criterion runs each test in a child process: valgrind follows them,
+	@# one log per process, and every log must be clean.
+	TW_OPS=$(MEMCHECK_OPS) $(MEMCHECK_VG) $(MEMCHECK_DIR)/tests/twtest -j1 \
+	    --filter '$(MEMCHECK_FILTER)'
+	@logs=$$(ls $(MEMCHECK_DIR)/vg/*.log | wc -l); \
+	bad=$$(grep -L 'ERROR SUMMARY: 0 errors' $(MEMCHECK_DIR)/vg/*.log); \
+	leaky=$$(grep -L 'All heap blocks were freed' $(MEMCHECK_DIR)/vg/*.log); \
+	if [ -n "$$bad$$leaky" ]; then \
+	    echo "memcheck: errors or leaks in:" $$bad $$leaky; exit 1; \
+	fi; \
+	echo "memcheck: $$logs processes, no error, every heap block freed"
