@@ -109,6 +109,7 @@ static bool one_plot(const struct results *rs, const struct run_config *cfg,
             "font 'DejaVu Sans,10'\nset output '%s.png'\n"
             "set title '%s: %s (%s is better)'\nset ylabel '%s'\n"
             "set xlabel '%s'\nset grid\nset key top left\n"
+            "set format y '%%g'\n"
             "set datafile missing '?'\n", base, r0->wl->name, r0->name,
             m->higher_better ? "higher" : "lower", m->unit,
             ns > 1 ? r0->wl->x_label : "implementation");
