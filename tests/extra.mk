@@ -119,3 +119,22 @@ memcheck-run:
 	    echo "memcheck: errors or leaks in:" $$bad $$leaky; exit 1; \
 	fi; \
 	echo "memcheck: $$logs processes, no error, every heap block freed"
+
+# ---- soak ------------------------------------------------------------------
+
+SOAK_SECONDS ?= 180
+SOAK_SEED ?= 20261122
+SOAK_BIN := build/soak/soak
+# Always the optimised jemalloc build: the soak reads jemalloc's statistics.
+SOAK_LIB := build/default/libtimewheel.a
+
+soak:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory soak-run
+
+soak-run:
+	@$(MAKE) --no-print-directory ALLOC=jemalloc SAN= $(SOAK_LIB)
+	@mkdir -p $(dir $(SOAK_BIN))
+	$(CC) $(WARN) -O2 -g -Iinclude -D_POSIX_C_SOURCE=200809L -o $(SOAK_BIN) \
+	    tests/soak.c $(SOAK_LIB) -ljemalloc -lurcu-common -lpthread
+	$(SOAK_BIN) $(SOAK_SECONDS) $(SOAK_SEED)
