@@ -426,8 +426,8 @@ static void keep(struct producer *p, struct tw_handle *h)
 
 /* One schedule: mostly short one-shot timers (some never kept, some kept
  * and perhaps cancelled), a few far away (handed back at stop), a few
- * periodic ones. */
-static void produce_one(struct producer *p)
+ * periodic ones. False when the service refused it as full. */
+static bool produce_one(struct producer *p)
 {
     uint64_t r = below(&p->rng, 1000), delay;
     struct tw_handle *h = NULL;
@@ -449,13 +449,14 @@ static void produce_one(struct producer *p)
     }
     if (rc == -EAGAIN) {
         atomic_fetch_add(&p->v->rejected, 1);
-        return;
+        return false;
     }
     if (rc)
         die("schedule returned %d", rc);
     atomic_fetch_add(&p->v->accepted, 1);
     if (want)
         keep(p, h);
+    return true;
 }
 
 static void *producer_main(void *arg)
@@ -464,10 +465,14 @@ static void *producer_main(void *arg)
     struct tw_service_stats st;
 
     while (!atomic_load(&p->v->stop)) {
-        for (int i = 0; i < 256; i++)
-            produce_one(p);
+        bool full = false;
+
+        for (int i = 0; i < 256 && !full; i++)
+            full = !produce_one(p);
         tw_service_stats(p->v->s, &st);
-        if (st.pending > SERVICE_BACKLOG)
+        if (full)
+            sleep_ns(MS / 10); /* back off, as a caller of -EAGAIN would */
+        else if (st.pending > SERVICE_BACKLOG)
             sleep_ns(MS);
     }
     return NULL;
@@ -581,6 +586,7 @@ int main(int argc, char **argv)
     uint64_t core_s, svc_s, t0 = clock_ns();
 
     seed = argc > 2 ? strtoull(argv[2], NULL, 0) : UINT64_C(20261122);
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows in a log file too */
     if (seconds < 10)
         seconds = 10;
     core_s = seconds / 4;
