@@ -37,7 +37,9 @@ for mode in hier hashed; do
     fi
     status=1
     echo "fuzz $mode: FAILED after ${execs:-?} executions (exit $rc); log:"
-    grep -E -A 12 'timewheel fuzz|ERROR|runtime error|SUMMARY' "$dir/$mode.log" | head -40
+    grep -E -A 2 'timewheel fuzz|runtime error|ERROR: [A-Za-z]*Sanitizer' \
+        "$dir/$mode.log" | head -12
+    echo "  (whole log: $dir/$mode.log)"
     for f in "$dir/artifacts-$mode"/*; do
         [ -f "$f" ] || continue
         name=$corpus/regress-$mode-$(basename "$f" | sed 's/^[a-z]*-//' | cut -c1-16)
