@@ -1,7 +1,8 @@
 # The comparative benchmark (issue 3), included by the top Makefile.
 #
 #   make bench          install what it needs, build build/bench/twbench and
-#                       run the quick suite (about 3 minutes on 2 cores)
+#                       run the quick suite (about 2 minutes on 2 cores), then
+#                       the service benchmark (bench/service, 10 s)
 #   make bench-full     the same at full sizes, up to 10^7 timers (long)
 #   make bench-smoke    build twbench and run it once on tiny sizes (CI)
 #   make bench-docs     copy the last run's plots into docs/img/
@@ -19,7 +20,7 @@ BENCH_OPT := -O2 -g
 BENCH_CFLAGS := $(WARN) $(BENCH_OPT) -Iinclude -D_POSIX_C_SOURCE=200809L
 # Recorded in the report: the optimisation of twbench and of the library.
 BENCH_FLAGS_STR := twbench $(BENCH_OPT), libtimewheel $(OPT) -fPIC, both -std=c11
-BENCH_LIBS := $(STATIC) -luv -levent_core -ljemalloc -lpthread -ldl -lm
+BENCH_LIBS := $(STATIC) -luv -levent_core $(LDLIBS_LIB) -ldl -lm
 BENCH_ARGS ?=
 
 DEPS_BENCH := libuv1-dev libevent-dev gnuplot-nox
@@ -27,13 +28,19 @@ bench bench-full bench-smoke: DEPS_EXTRA = $(DEPS_BENCH)
 
 .PHONY: bench bench-full bench-smoke bench-build bench-docs
 
+# After the wheels, the threaded service's own benchmark (bench/service/):
+# throughput, lateness and idle wake-ups, into service.csv beside results.csv.
 bench: deps
-	@$(MAKE) --no-print-directory bench-build
+	@$(MAKE) --no-print-directory bench-build svcbench
 	$(BENCH_BIN) --suite quick --out $(BENCH_DIR) $(BENCH_ARGS)
+	rm -f $(BENCH_DIR)/service.csv
+	$(SVC_BENCH_BIN) --quick --csv $(BENCH_DIR)/service.csv
 
 bench-full: deps
-	@$(MAKE) --no-print-directory bench-build
+	@$(MAKE) --no-print-directory bench-build svcbench
 	$(BENCH_BIN) --suite full --out $(BENCH_DIR)/full $(BENCH_ARGS)
+	rm -f $(BENCH_DIR)/full/service.csv
+	$(SVC_BENCH_BIN) --csv $(BENCH_DIR)/full/service.csv
 
 bench-smoke: deps
 	@$(MAKE) --no-print-directory bench-build
