@@ -46,8 +46,7 @@ static inline void heap_place(struct heap *h, uint32_t i, struct heap_node *x)
 }
 
 /* Move x up from hole i until its parent is smaller. */
-static inline void heap_sift_up(struct heap *h, uint32_t i,
-                                struct heap_node *x)
+static inline void heap_sift_up(struct heap *h, uint32_t i, struct heap_node *x)
 {
     while (i > 0) {
         uint32_t parent = (i - 1) / 2;
@@ -80,8 +79,7 @@ static inline void heap_sift_down(struct heap *h, uint32_t i,
 }
 
 /* Add x with key; returns false when the array cannot grow. */
-static inline bool heap_push(struct heap *h, struct heap_node *x,
-                             uint64_t key)
+static inline bool heap_push(struct heap *h, struct heap_node *x, uint64_t key)
 {
     if (h->n == h->cap) {
         uint32_t cap = h->cap ? 2 * h->cap : 64;
@@ -119,8 +117,7 @@ static inline void heap_remove(struct heap *h, struct heap_node *x)
 }
 
 /* Give pending x a new key (and a new place in the FIFO order). */
-static inline void heap_rekey(struct heap *h, struct heap_node *x,
-                              uint64_t key)
+static inline void heap_rekey(struct heap *h, struct heap_node *x, uint64_t key)
 {
     x->key = key;
     x->seq = h->seq++;

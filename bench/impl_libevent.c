@@ -21,7 +21,7 @@
 
 struct ev_ctx {
     struct event_base *base;
-    char *ev;     /* the n events, one array of evsize-byte slots */
+    char *ev; /* the n events, one array of evsize-byte slots */
     size_t evsize;
     uint32_t n;
     uint64_t now; /* virtual time of the last advance */

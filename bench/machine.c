@@ -51,8 +51,8 @@ void machine_probe(struct machine *m)
     m->cores = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     m->mem_gib = (double)pages * (double)page / (1024.0 * 1024 * 1024);
     if (uname(&u) == 0)
-        snprintf(m->kernel, sizeof(m->kernel), "%s %s %s", u.sysname,
-                 u.release, u.machine);
+        snprintf(m->kernel, sizeof(m->kernel), "%s %s %s", u.sysname, u.release,
+                 u.machine);
 #ifdef __VERSION__
     snprintf(m->compiler, sizeof(m->compiler), "%s", __VERSION__);
 #endif
@@ -61,8 +61,7 @@ void machine_probe(struct machine *m)
              memstat_version());
     snprintf(m->libuv, sizeof(m->libuv), "%s", uv_version_string());
     snprintf(m->libevent, sizeof(m->libevent), "%s", event_get_version());
-    strftime(m->date, sizeof(m->date), "%Y-%m-%d %H:%M:%S %Z",
-             localtime(&now));
+    strftime(m->date, sizeof(m->date), "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
     snprintf(m->perf, sizeof(m->perf), "%s",
              perfcount_ok() ? "available (user-space instructions)"
                             : perfcount_why());

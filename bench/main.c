@@ -17,7 +17,8 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
+    fprintf(
+        f,
         "usage: twbench [options]\n"
         "\n"
         "Runs timer workloads on several timer implementations, every one\n"
@@ -29,17 +30,19 @@ static void usage(FILE *f)
     for (unsigned i = 0; i < bench_nsuites; i++)
         fprintf(f, "                          %-6s %s\n", bench_suites[i]->name,
                 bench_suites[i]->about);
-    fprintf(f,
+    fprintf(
+        f,
         "  -w, --workloads LIST  comma-separated workloads (default: all):\n");
     for (unsigned i = 0; i < bench_nworkloads; i++)
         fprintf(f, "                          %s\n", bench_workloads[i]->name);
     fprintf(f,
-        "  -i, --impls LIST      comma-separated implementations (default: "
-        "all):\n");
+            "  -i, --impls LIST      comma-separated implementations (default: "
+            "all):\n");
     for (unsigned i = 0; i < bench_nimpls; i++)
         fprintf(f, "                          %-9s %s\n", bench_impls[i]->name,
                 bench_impls[i]->about);
-    fprintf(f,
+    fprintf(
+        f,
         "  -n, --sizes LIST      comma-separated sizes N replacing the "
         "suite's\n"
         "                        for every workload except jump (which is "
@@ -101,7 +104,8 @@ static bool parse_workloads(const char *arg, struct run_config *cfg)
 
     snprintf(buf, sizeof(buf), "%s", arg);
     cfg->nwl = 0;
-    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    for (tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
         const struct workload *wl = workload_find(tok);
 
         if (!wl || cfg->nwl == 16) {
@@ -119,7 +123,8 @@ static bool parse_impls(const char *arg, struct run_config *cfg)
 
     snprintf(buf, sizeof(buf), "%s", arg);
     cfg->nim = 0;
-    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    for (tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
         const struct impl *im = impl_find(tok);
 
         if (!im || cfg->nim == 16) {
@@ -217,8 +222,8 @@ static void apply_option(int c, struct run_config *cfg, struct cli *cli)
 
 /* One scan of argv: pass 0 only picks the suite, pass 1 applies the rest
  * (so options override the suite wherever they stand). */
-static const char *scan(int argc, char **argv, int pass,
-                        struct run_config *cfg, struct cli *cli)
+static const char *scan(int argc, char **argv, int pass, struct run_config *cfg,
+                        struct cli *cli)
 {
     const char *suite = "quick";
     int c;
@@ -306,14 +311,16 @@ int main(int argc, char **argv)
     perfcount_open();
     machine_probe(&m);
     printf("twbench: suite %s, seed %llu, %u workloads x %u implementations; "
-           "instructions counter: %s\n", cfg.suite->name,
-           (unsigned long long)cfg.p.seed, cfg.nwl, cfg.nim, m.perf);
+           "instructions counter: %s\n",
+           cfg.suite->name, (unsigned long long)cfg.p.seed, cfg.nwl, cfg.nim,
+           m.perf);
     fflush(stdout);
     runner_run(&cfg, &rs);
     output_tables(&rs, cfg.im, cfg.nim);
     if (!cli.no_plots)
         output_plots(&rs, &cfg, cli.out, &pl);
-    if (!output_csv(&rs, cli.out) || !output_report(&rs, &cfg, &m, &pl, cli.out))
+    if (!output_csv(&rs, cli.out) ||
+        !output_report(&rs, &cfg, &m, &pl, cli.out))
         return 1;
     printf("\nwrote %s/results.csv, %s/report.md and %u plots in %s/plots\n",
            cli.out, cli.out, pl.n, cli.out);

@@ -15,8 +15,7 @@ void ops_push(struct ops *s, enum op_kind kind, uint32_t idx, uint64_t time)
         struct op *op = realloc(s->op, cap * sizeof(*op));
 
         if (!op) {
-            fprintf(stderr, "twbench: out of memory for %zu operations\n",
-                    cap);
+            fprintf(stderr, "twbench: out of memory for %zu operations\n", cap);
             exit(1);
         }
         s->op = op;

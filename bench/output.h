@@ -18,7 +18,7 @@
 /* The plots made, for the report to link. */
 struct plots {
     unsigned n;
-    char file[OUTPUT_MAX_PLOTS][96];     /* relative to the output folder */
+    char file[OUTPUT_MAX_PLOTS][96]; /* relative to the output folder */
     const struct workload *wl[OUTPUT_MAX_PLOTS];
     unsigned variant[OUTPUT_MAX_PLOTS];
     char why_not[800]; /* set when a plot could not be made */

@@ -29,8 +29,8 @@ bool perfcount_open(void)
     a.exclude_hv = 1;
     fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
     if (fd < 0) {
-        snprintf(why, sizeof(why),
-                 "perf_event_open(instructions) failed: %s", strerror(errno));
+        snprintf(why, sizeof(why), "perf_event_open(instructions) failed: %s",
+                 strerror(errno));
         return false;
     }
     /* A counter that opens but never counts (some hypervisors) is useless. */

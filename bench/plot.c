@@ -38,8 +38,8 @@ static void write_lines(FILE *dat, FILE *gp, const struct results *rs,
     for (size_t k = 0; k < ns; k++) {
         fprintf(dat, "%llu", (unsigned long long)sizes[k]);
         for (unsigned i = 0; i < cfg->nim; i++)
-            put_value(dat, results_find(rs, wl, metric, cfg->im[i]->name,
-                                        sizes[k]));
+            put_value(dat,
+                      results_find(rs, wl, metric, cfg->im[i]->name, sizes[k]));
         fprintf(dat, "\n");
     }
     if (ns)
@@ -48,9 +48,10 @@ static void write_lines(FILE *dat, FILE *gp, const struct results *rs,
     fprintf(gp, "set logscale xy\nset format x '1e%%T'\n"
                 "set key outside right top\nplot ");
     for (unsigned i = 0; i < cfg->nim; i++)
-        fprintf(gp, "%s'%s.dat' using 1:%u with linespoints lw 2 pt %u "
-                "title '%s'", i ? ", " : "", base, i + 2, i + 4,
-                cfg->im[i]->name);
+        fprintf(gp,
+                "%s'%s.dat' using 1:%u with linespoints lw 2 pt %u "
+                "title '%s'",
+                i ? ", " : "", base, i + 2, i + 4, cfg->im[i]->name);
     fprintf(gp, "\n");
 }
 
@@ -79,8 +80,8 @@ static void write_bars(FILE *dat, FILE *gp, const struct results *rs,
                 "set style fill solid 0.8 border -1\nset boxwidth 0.9\n"
                 "plot ");
     for (unsigned m = 0; m < nm; m++)
-        fprintf(gp, "%s'%s.dat' using %u%s title '%s'", m ? ", " : "",
-                base, m + 2, m ? "" : ":xtic(1)", names[m]);
+        fprintf(gp, "%s'%s.dat' using %u%s title '%s'", m ? ", " : "", base,
+                m + 2, m ? "" : ":xtic(1)", names[m]);
     fprintf(gp, "\n");
 }
 
@@ -105,14 +106,15 @@ static bool one_plot(const struct results *rs, const struct run_config *cfg,
             fclose(gp);
         return false;
     }
-    fprintf(gp, "set terminal pngcairo noenhanced size 720,440 "
+    fprintf(gp,
+            "set terminal pngcairo noenhanced size 720,440 "
             "font 'DejaVu Sans,10'\nset output '%s.png'\n"
             "set title '%s: %s (%s is better)'\nset ylabel '%s'\n"
             "set xlabel '%s'\nset grid\nset key top left\n"
             "set format y '%%g'\n"
-            "set datafile missing '?'\n", base, r0->wl->name, r0->name,
-            m->higher_better ? "higher" : "lower", m->unit,
-            ns > 1 ? r0->wl->x_label : "implementation");
+            "set datafile missing '?'\n",
+            base, r0->wl->name, r0->name, m->higher_better ? "higher" : "lower",
+            m->unit, ns > 1 ? r0->wl->x_label : "implementation");
     if (ns > 1)
         write_lines(dat, gp, rs, cfg, r0->name, r0->wl->name, base);
     else
@@ -131,8 +133,7 @@ static bool run_gnuplot(const char *pdir, const char *base)
 }
 
 /* The plot of one workload variant, recorded in pl when gnuplot made it. */
-static void variant_plot(const struct results *rs,
-                         const struct run_config *cfg,
+static void variant_plot(const struct results *rs, const struct run_config *cfg,
                          const struct workload *wl, unsigned v,
                          const char *pdir, struct plots *pl)
 {
@@ -140,8 +141,7 @@ static void variant_plot(const struct results *rs,
     char base[80];
 
     for (size_t i = 0; i < rs->n && !r0; i++)
-        if (rs->r[i].wl == wl && rs->r[i].variant == v &&
-            rs->r[i].metric == 0)
+        if (rs->r[i].wl == wl && rs->r[i].variant == v && rs->r[i].metric == 0)
             r0 = &rs->r[i];
     if (!r0 || pl->n == OUTPUT_MAX_PLOTS)
         return;

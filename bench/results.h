@@ -16,11 +16,11 @@
 struct result {
     const struct workload *wl;
     unsigned variant;
-    unsigned metric;       /* index in wl->metrics */
-    char name[64];         /* metric name, with the variant appended */
+    unsigned metric; /* index in wl->metrics */
+    char name[64];   /* metric name, with the variant appended */
     const struct impl *im;
     uint64_t n;
-    unsigned reps;         /* 0: empty, see note */
+    unsigned reps; /* 0: empty, see note */
     double median, min, max;
     char note[WL_NOTE];
 };

@@ -34,8 +34,8 @@ struct progress {
     bool tty, quiet;
 };
 
-static size_t sizes_of(const struct run_config *cfg,
-                       const struct workload *wl, uint64_t *n)
+static size_t sizes_of(const struct run_config *cfg, const struct workload *wl,
+                       uint64_t *n)
 {
     /* jump is defined by its 10 timers; --sizes does not apply to it. */
     if (cfg->nsizes && strcmp(wl->name, "jump") != 0) {
@@ -67,15 +67,16 @@ static bool plan_cell(const struct run_config *cfg, const struct history *h,
 
     /* No warm-up before the first size: its cost is unknown, and the
      * median of the repetitions absorbs one cold run. */
-    *plan = (struct wl_plan){.reps = cfg->p.reps, .warmup = false,
-                             .budget_s = budget};
+    *plan = (struct wl_plan){
+        .reps = cfg->p.reps, .warmup = false, .budget_s = budget};
     if (h->n)
         pred = h->rep_s * (double)n / (double)h->n;
     if (pred > budget) {
-        wl_note_all(out, wl, "not run: one repetition would take about "
+        wl_note_all(out, wl,
+                    "not run: one repetition would take about "
                     "%.0f s (scaled from n=%llu), over the cell budget of "
-                    "%g s (see --budget)", pred, (unsigned long long)h->n,
-                    budget);
+                    "%g s (see --budget)",
+                    pred, (unsigned long long)h->n, budget);
         return false;
     }
     if (pred > 0) {
@@ -83,8 +84,7 @@ static bool plan_cell(const struct run_config *cfg, const struct history *h,
 
         plan->reps = fit < plan->reps ? (fit ? fit : 1) : plan->reps;
         /* Warm up only when it costs little of the budget. */
-        plan->warmup = pred * (plan->reps + 1) <= budget &&
-                       pred <= budget / 4;
+        plan->warmup = pred * (plan->reps + 1) <= budget && pred <= budget / 4;
     }
     plan->stop_ns = clock_now_ns() + (uint64_t)(budget * 1e9);
     return true;
@@ -126,15 +126,17 @@ static unsigned count_cells(const struct run_config *cfg)
     uint64_t n[RUNNER_MAX_SIZES];
 
     for (unsigned w = 0; w < cfg->nwl; w++)
-        total += cfg->wl[w]->nvariants * sizes_of(cfg, cfg->wl[w], n) *
-                 cfg->nim;
+        total +=
+            cfg->wl[w]->nvariants * sizes_of(cfg, cfg->wl[w], n) * cfg->nim;
     return total;
 }
 
 void runner_run(const struct run_config *cfg, struct results *rs)
 {
-    struct progress pr = {.total = count_cells(cfg), .t0 = clock_now_ns(),
-                          .tty = isatty(2), .quiet = cfg->quiet};
+    struct progress pr = {.total = count_cells(cfg),
+                          .t0 = clock_now_ns(),
+                          .tty = isatty(2),
+                          .quiet = cfg->quiet};
     uint64_t n[RUNNER_MAX_SIZES];
 
     for (unsigned w = 0; w < cfg->nwl; w++) {

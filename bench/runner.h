@@ -18,7 +18,7 @@
 
 struct run_config {
     const struct suite *suite;
-    struct bench_params p;           /* the suite's, with options applied */
+    struct bench_params p; /* the suite's, with options applied */
     const struct workload *wl[16];
     unsigned nwl;
     const struct impl *im[16];

@@ -43,15 +43,9 @@ static const struct suite_sizes full_sizes[] = {
 };
 
 static const struct suite_sizes smoke_sizes[] = {
-    {"churn", {1000}},
-    {"expire", {1000}},
-    {"longdelay", {1000}},
-    {"rearm", {1000}},
-    {"purgatory", {10000}},
-    {"memory", {10000}},
-    {"burst", {1000}},
-    {"jump", {10}},
-    {NULL, {0}},
+    {"churn", {1000}}, {"expire", {1000}},     {"longdelay", {1000}},
+    {"rearm", {1000}}, {"purgatory", {10000}}, {"memory", {10000}},
+    {"burst", {1000}}, {"jump", {10}},         {NULL, {0}},
 };
 
 static const struct suite quick = {
@@ -91,8 +85,8 @@ const struct suite *suite_find(const char *name)
     return NULL;
 }
 
-size_t suite_sizes(const struct suite *s, const char *workload,
-                   uint64_t *out, size_t max)
+size_t suite_sizes(const struct suite *s, const char *workload, uint64_t *out,
+                   size_t max)
 {
     for (const struct suite_sizes *z = s->sizes; z->workload; z++) {
         size_t k = 0;

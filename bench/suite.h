@@ -26,8 +26,8 @@ struct suite {
 
 const struct suite *suite_find(const char *name);
 /* The suite's sizes for a workload; returns how many. */
-size_t suite_sizes(const struct suite *s, const char *workload,
-                   uint64_t *out, size_t max);
+size_t suite_sizes(const struct suite *s, const char *workload, uint64_t *out,
+                   size_t max);
 /* Every suite, for --help. */
 extern const struct suite *const bench_suites[];
 extern const unsigned bench_nsuites;

@@ -18,7 +18,8 @@ static void print_header(const struct result *r, const uint64_t *sizes,
     const struct wl_metric *m = &r->wl->metrics[r->metric];
 
     printf("\n%s: %s (%s, %s is better; median of repetitions, "
-           "x = times the fastest)\n", r->wl->name, r->name, m->unit,
+           "x = times the fastest)\n",
+           r->wl->name, r->name, m->unit,
            m->higher_better ? "higher" : "lower");
     printf("%-10s", "impl");
     for (size_t k = 0; k < ns; k++) {

@@ -36,10 +36,10 @@ static const struct target targets[] = {
      "ns_per_timer_1h", "hier", 10000000, NULL, 350},
     {"longdelay: hier >= 100x less CPU per hour than hashed", "longdelay",
      "cpu_s", "hier", 0, "hashed", 100},
-    {"jump: hier < 100 us for 30 days", "jump", "us_per_call", "hier", 10,
-     NULL, 100},
-    {"memory: hier <= 48 bytes per timer at 10^6", "memory",
-     "bytes_per_timer", "hier", 1000000, NULL, 48},
+    {"jump: hier < 100 us for 30 days", "jump", "us_per_call", "hier", 10, NULL,
+     100},
+    {"memory: hier <= 48 bytes per timer at 10^6", "memory", "bytes_per_timer",
+     "hier", 1000000, NULL, 48},
 };
 
 static double median_of(const struct results *rs, const struct target *t,
@@ -67,8 +67,8 @@ static void target_row(FILE *f, const struct results *rs,
     /* Two decimals: a target like 48 bytes is decided by them. */
     snprintf(a, sizeof(a), v < 1000 ? "%.2f" : "%.0f", v);
     if (isnan(v) || (t->other && isnan(o))) {
-        fprintf(f, "| %s | not measured at n=%s in this run | - |\n",
-                t->label, sz);
+        fprintf(f, "| %s | not measured at n=%s in this run | - |\n", t->label,
+                sz);
     } else if (t->other) {
         snprintf(b, sizeof(b), o < 1000 ? "%.2f" : "%.0f", o);
         fprintf(f, "| %s | %s %s vs %s %s at n=%s: %.1fx | %s |\n", t->label,
@@ -90,10 +90,10 @@ static void pow2_row(FILE *f, const struct results *rs, const struct result *r)
     char sz[32];
 
     for (size_t k = 0; k < ns; k++) {
-        const struct result *h = results_find(rs, r->wl->name, r->name,
-                                              "hier", sizes[k]);
-        const struct result *p = results_find(rs, r->wl->name, r->name,
-                                              "hier-pow2", sizes[k]);
+        const struct result *h =
+            results_find(rs, r->wl->name, r->name, "hier", sizes[k]);
+        const struct result *p =
+            results_find(rs, r->wl->name, r->name, "hier-pow2", sizes[k]);
         double q;
 
         if (!h || !p || !h->reps || !p->reps || h->median <= 0 ||
@@ -108,8 +108,8 @@ static void pow2_row(FILE *f, const struct results *rs, const struct result *r)
     if (isnan(worst))
         return;
     format_size(worst_n, sz, sizeof(sz));
-    fprintf(f, "| %s | %s | %.2f (n=%s) | %s |\n", r->wl->name, r->name,
-            worst, sz, worst <= POW2_LIMIT ? "met" : "**missed**");
+    fprintf(f, "| %s | %s | %.2f (n=%s) | %s |\n", r->wl->name, r->name, worst,
+            sz, worst <= POW2_LIMIT ? "met" : "**missed**");
 }
 
 void targets_report(FILE *f, const struct results *rs)
@@ -117,10 +117,12 @@ void targets_report(FILE *f, const struct results *rs)
     fprintf(f, "| target (issue 3) | measured | |\n|---|---|---|\n");
     for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++)
         target_row(f, rs, &targets[i]);
-    fprintf(f, "\nhier against hier-pow2 (target: hier within %.1fx on "
+    fprintf(f,
+            "\nhier against hier-pow2 (target: hier within %.1fx on "
             "every workload; the worst size shown, >1 means hier is "
             "slower):\n\n| workload | metric | worst hier / hier-pow2 | |\n"
-            "|---|---|---|---|\n", POW2_LIMIT);
+            "|---|---|---|---|\n",
+            POW2_LIMIT);
     for (size_t i = 0; i < rs->n; i++) {
         const struct result *r = &rs->r[i];
         bool first = strcmp(r->im->name, "hier") == 0;
@@ -129,8 +131,7 @@ void targets_report(FILE *f, const struct results *rs)
             !strcmp(r->name, "node_bytes"))
             continue;
         for (size_t j = 0; j < i && first; j++)
-            first = !(rs->r[j].wl == r->wl &&
-                      !strcmp(rs->r[j].name, r->name) &&
+            first = !(rs->r[j].wl == r->wl && !strcmp(rs->r[j].name, r->name) &&
                       !strcmp(rs->r[j].im->name, "hier"));
         if (first)
             pow2_row(f, rs, r);

@@ -77,12 +77,13 @@ static void burst_bounded(struct burst *b, const struct impl *im,
     if (timed)
         wl_add(out, 1, (double)longest / 1e3);
     if (!im->bounded)
-        wl_note(out, 1, "cannot bound a run: its one call fires the whole "
+        wl_note(out, 1,
+                "cannot bound a run: its one call fires the whole "
                 "burst");
 }
 
-static void burst_run(void *seq, const struct impl *im,
-                      struct wl_plan *plan, struct wl_result *out)
+static void burst_run(void *seq, const struct impl *im, struct wl_plan *plan,
+                      struct wl_result *out)
 {
     if (plan->warmup)
         burst_whole(seq, im, out, false);
@@ -107,15 +108,14 @@ static const struct wl_metric metrics[] = {
 
 const struct workload wl_burst = {
     .name = "burst",
-    .about =
-        "N timers are all due in the same tick (30.25 s after they were "
-        "scheduled: a server that accepted N connections at once, or a "
-        "broker restarting with N sessions). Measured twice: the one "
-        "advance from the scheduling time straight to that tick, which "
-        "fires them all (ns per timer, demotions included); and, with the "
-        "bounded advance (at most 1000 callbacks per call), the longest "
-        "single call, which is what a latency-sensitive event loop cares "
-        "about (max_call_us).",
+    .about = "N timers are all due in the same tick (30.25 s after they were "
+             "scheduled: a server that accepted N connections at once, or a "
+             "broker restarting with N sessions). Measured twice: the one "
+             "advance from the scheduling time straight to that tick, which "
+             "fires them all (ns per timer, demotions included); and, with the "
+             "bounded advance (at most 1000 callbacks per call), the longest "
+             "single call, which is what a latency-sensitive event loop cares "
+             "about (max_call_us).",
     .x_label = "timers in the burst",
     .nvariants = 1,
     .nmetrics = 2,

@@ -10,7 +10,7 @@
 #include "rng.h"
 #include "workload.h"
 
-#define MIN_DELAY_NS UINT64_C(1000000)    /* 1 ms */
+#define MIN_DELAY_NS UINT64_C(1000000)       /* 1 ms */
 #define MAX_DELAY_NS UINT64_C(3600000000000) /* 1 h */
 
 struct churn {
@@ -62,8 +62,8 @@ static void churn_slice(struct churn *c, const struct impl *im, void *ctx,
         wl_add(out, 1, (double)(i1 - i0) / (double)c->pairs);
 }
 
-static void churn_run(void *seq, const struct impl *im,
-                      struct wl_plan *plan, struct wl_result *out)
+static void churn_run(void *seq, const struct impl *im, struct wl_plan *plan,
+                      struct wl_result *out)
 {
     struct churn *c = seq;
     size_t at = c->n;

@@ -11,8 +11,7 @@
 #include "workload.h"
 
 static const char *const variants[] = {"1s", "1min", "1h"};
-static const uint64_t range_ns[] = {UINT64_C(1000000000),
-                                    UINT64_C(60000000000),
+static const uint64_t range_ns[] = {UINT64_C(1000000000), UINT64_C(60000000000),
                                     UINT64_C(3600000000000)};
 /* Steps: 1 ms for the 1 s range (a 1000-step run), else 1 s. */
 static const uint64_t step_ns[] = {UINT64_C(1000000), UINT64_C(1000000000),
@@ -66,8 +65,8 @@ static void expire_once(struct expire *e, const struct impl *im,
         wl_add(out, 2, (double)(i2 - i1) / (double)e->n);
 }
 
-static void expire_run(void *seq, const struct impl *im,
-                       struct wl_plan *plan, struct wl_result *out)
+static void expire_run(void *seq, const struct impl *im, struct wl_plan *plan,
+                       struct wl_result *out)
 {
     if (plan->warmup)
         expire_once(seq, im, out, false);

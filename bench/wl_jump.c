@@ -60,8 +60,8 @@ static uint64_t jump_once(struct jump *j, const struct ops *s, uint64_t to,
     return t1 - t0;
 }
 
-static void jump_run(void *seq, const struct impl *im,
-                     struct wl_plan *plan, struct wl_result *out)
+static void jump_run(void *seq, const struct impl *im, struct wl_plan *plan,
+                     struct wl_result *out)
 {
     struct jump *j = seq;
     double hour_s = 0;
@@ -81,9 +81,11 @@ static void jump_run(void *seq, const struct impl *im,
     unsigned reps = predicted > 0 ? (unsigned)(plan->budget_s / predicted) : 0;
 
     if (reps == 0) {
-        wl_note(out, 0, "not run: a 1 h jump took %.3g ms, so this one "
+        wl_note(out, 0,
+                "not run: a 1 h jump took %.3g ms, so this one "
                 "would take about %.3g s if linear in ticks, over the cell "
-                "budget of %g s", hour_s * 1e3, predicted, plan->budget_s);
+                "budget of %g s",
+                hour_s * 1e3, predicted, plan->budget_s);
         return;
     }
     for (unsigned r = 0; r < reps && r < plan->reps; r++) {

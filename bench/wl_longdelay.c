@@ -91,8 +91,10 @@ static void longdelay_run(void *seq, const struct impl *im,
             continue;
         /* Driving by next deadline costs at most as much as ticking. */
         if (clock_now_ns() + (uint64_t)(s * 1e9) > plan->stop_ns)
-            wl_note(out, 2, "not run: ticking alone took %.3g s of the "
-                    "%g s budget", s, plan->budget_s);
+            wl_note(out, 2,
+                    "not run: ticking alone took %.3g s of the "
+                    "%g s budget",
+                    s, plan->budget_s);
         else if ((s = drive(d, im, sleep_through, out)) >= 0)
             wl_add(out, 2, s);
     }

@@ -58,8 +58,8 @@ static void memory_once(struct memory *m, const struct impl *im,
     wl_add(out, 1, (double)im->node_size);
 }
 
-static void memory_run(void *seq, const struct impl *im,
-                       struct wl_plan *plan, struct wl_result *out)
+static void memory_run(void *seq, const struct impl *im, struct wl_plan *plan,
+                       struct wl_result *out)
 {
     for (unsigned r = 0; r < MEMORY_REPS && wl_more(plan, r); r++)
         memory_once(seq, im, out);

@@ -63,10 +63,10 @@ static struct event *make_events(const struct bench_params *p, uint64_t n,
         cancels[i] = latency < timeout;
         g->expected += !cancels[i];
         ev[2 * i] = (struct event){(uint64_t)t, (uint32_t)i, EV_ARRIVE};
-        ev[2 * i + 1] = (struct event){
-            (uint64_t)(t + (cancels[i] ? latency : timeout)) +
-                (cancels[i] ? 0 : SLOT_GRACE_NS),
-            (uint32_t)i, EV_DONE};
+        ev[2 * i + 1] =
+            (struct event){(uint64_t)(t + (cancels[i] ? latency : timeout)) +
+                               (cancels[i] ? 0 : SLOT_GRACE_NS),
+                           (uint32_t)i, EV_DONE};
     }
     qsort(ev, 2 * n, sizeof(*ev), by_time);
     return ev;
@@ -78,7 +78,8 @@ static void make_ops(struct purgatory *g, const struct bench_params *p,
                      const struct event *ev, const uint8_t *cancels,
                      uint32_t *slot_of, uint32_t *free_slots)
 {
-    uint64_t tick = 0, nfree = 0, timeout = (uint64_t)(p->purg_timeout_ms * 1e6);
+    uint64_t tick = 0, nfree = 0,
+             timeout = (uint64_t)(p->purg_timeout_ms * 1e6);
 
     for (uint64_t k = 0; k < 2 * g->requests; k++) {
         const struct event *e = &ev[k];
@@ -88,7 +89,8 @@ static void make_ops(struct purgatory *g, const struct bench_params *p,
             ops_push(&g->ops, OP_ADVANCE, 0, tick * BENCH_TICK_NS);
         }
         if (e->kind == EV_ARRIVE) {
-            slot_of[e->req] = nfree ? free_slots[--nfree] : (uint32_t)g->slots++;
+            slot_of[e->req] =
+                nfree ? free_slots[--nfree] : (uint32_t)g->slots++;
             ops_push(&g->ops, OP_SCHEDULE, slot_of[e->req], e->time + timeout);
             continue;
         }

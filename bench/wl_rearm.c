@@ -14,8 +14,8 @@
 struct rearm {
     struct ops ops; /* n schedules, then slices of rearms and advances */
     uint64_t n;
-    uint64_t msgs;         /* messages per slice */
-    size_t *slice;         /* first op of each slice, and one past the last */
+    uint64_t msgs; /* messages per slice */
+    size_t *slice; /* first op of each slice, and one past the last */
     unsigned nslices;
 };
 
@@ -63,7 +63,8 @@ static void *rearm_prepare(const struct bench_params *p, unsigned variant,
     (void)variant;
     /* Two rounds must fit in the idle timeout, or timers would fire. */
     if (2 * n / p->rearm_per_tick * BENCH_TICK_NS >= p->rearm_idle_ns)
-        fprintf(stderr, "twbench: rearm: %llu connections are too many for "
+        fprintf(stderr,
+                "twbench: rearm: %llu connections are too many for "
                 "the idle timeout; some timers will fire\n",
                 (unsigned long long)n);
     a->nslices = p->reps + 1;
@@ -99,8 +100,8 @@ static void rearm_slice(struct rearm *a, const struct impl *im, void *ctx,
         wl_add(out, 1, (double)(i1 - i0) / (double)a->msgs);
 }
 
-static void rearm_run(void *seq, const struct impl *im,
-                      struct wl_plan *plan, struct wl_result *out)
+static void rearm_run(void *seq, const struct impl *im, struct wl_plan *plan,
+                      struct wl_result *out)
 {
     struct rearm *a = seq;
     unsigned s = 0;

@@ -10,8 +10,8 @@
 #include "workload.h"
 
 const struct workload *const bench_workloads[] = {
-    &wl_churn, &wl_expire, &wl_longdelay, &wl_rearm,
-    &wl_purgatory, &wl_memory, &wl_burst, &wl_jump,
+    &wl_churn,     &wl_expire, &wl_longdelay, &wl_rearm,
+    &wl_purgatory, &wl_memory, &wl_burst,     &wl_jump,
 };
 const unsigned bench_nworkloads =
     sizeof(bench_workloads) / sizeof(bench_workloads[0]);
@@ -64,8 +64,8 @@ void *wl_create(const struct impl *im, uint64_t n, unsigned nmetrics,
                 struct wl_result *out)
 {
     char why[200] = "";
-    void *ctx = n <= UINT32_MAX ? im->create((uint32_t)n, why, sizeof(why))
-                                : NULL;
+    void *ctx =
+        n <= UINT32_MAX ? im->create((uint32_t)n, why, sizeof(why)) : NULL;
 
     if (!ctx)
         for (unsigned m = 0; m < nmetrics; m++)

@@ -16,19 +16,19 @@
 /* Knobs of the workloads; a suite (suite.c) sets them, options override. */
 struct bench_params {
     uint64_t seed;
-    unsigned reps;             /* timed repetitions per cell */
-    double budget_s;           /* wall time one cell may take */
-    uint64_t churn_pairs;      /* cancel+schedule pairs per repetition */
-    uint64_t rearm_msgs;       /* messages per repetition */
-    uint64_t rearm_per_tick;   /* messages per 1 ms tick */
-    uint64_t rearm_idle_ns;    /* idle timeout */
-    double purg_rate;          /* request arrivals per second */
-    double purg_p50_ms;        /* completion latency, median */
-    double purg_p75_ms;        /* completion latency, 75th percentile */
-    double purg_timeout_ms;    /* request timeout */
-    uint64_t burst_max_run;    /* callbacks per bounded advance */
+    unsigned reps;              /* timed repetitions per cell */
+    double budget_s;            /* wall time one cell may take */
+    uint64_t churn_pairs;       /* cancel+schedule pairs per repetition */
+    uint64_t rearm_msgs;        /* messages per repetition */
+    uint64_t rearm_per_tick;    /* messages per 1 ms tick */
+    uint64_t rearm_idle_ns;     /* idle timeout */
+    double purg_rate;           /* request arrivals per second */
+    double purg_p50_ms;         /* completion latency, median */
+    double purg_p75_ms;         /* completion latency, 75th percentile */
+    double purg_timeout_ms;     /* request timeout */
+    uint64_t burst_max_run;     /* callbacks per bounded advance */
     uint64_t longdelay_span_ns; /* simulated time of longdelay */
-    uint64_t jump_span_ns;     /* the long jump */
+    uint64_t jump_span_ns;      /* the long jump */
 };
 
 struct wl_metric {
@@ -39,7 +39,6 @@ struct wl_metric {
 
 /* Metrics in this unit exist only where the instruction counter works. */
 #define WL_UNIT_INSTRUCTIONS "instructions"
-
 
 #define WL_MAX_METRICS 4
 #define WL_MAX_REPS 64
@@ -56,11 +55,11 @@ struct wl_result {
 
 /* How much one cell may run. */
 struct wl_plan {
-    unsigned reps;       /* timed repetitions wanted */
-    bool warmup;         /* one untimed repetition first */
-    double budget_s;     /* the cell's budget */
-    uint64_t stop_ns;    /* no repetition may end after this (real clock) */
-    uint64_t rep_ns;     /* wl_more(): when the last repetition started */
+    unsigned reps;    /* timed repetitions wanted */
+    bool warmup;      /* one untimed repetition first */
+    double budget_s;  /* the cell's budget */
+    uint64_t stop_ns; /* no repetition may end after this (real clock) */
+    uint64_t rep_ns;  /* wl_more(): when the last repetition started */
 };
 
 struct workload {

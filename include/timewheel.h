@@ -5,11 +5,10 @@
  *
  *   TW_HIER    a Kafka-style hierarchical wheel. Cascading levels (by default a
  *              second wheel of 1000 x 1 ms, a minute wheel of 60 x 1 s, an hour
- *              wheel of 60 x 1 min, a day wheel of 24 x 1 h, then 64-slot levels
- *              as far as UINT64_MAX ns). Timers are demoted to finer levels as
- *              the coarse ones come due, so every deadline is held exactly and
- *              nothing counts rounds. Occupancy bitmaps let one advance cross
- *              days of empty time cheaply.
+ *              wheel of 60 x 1 min, a day wheel of 24 x 1 h, then 64-slot
+ * levels as far as UINT64_MAX ns). Timers are demoted to finer levels as the
+ * coarse ones come due, so every deadline is held exactly and nothing counts
+ * rounds. Occupancy bitmaps let one advance cross days of empty time cheaply.
  *   TW_HASHED  a single-level hashed wheel with per-timer round counting, as in
  *              Netty's HashedWheelTimer, kept for compatibility and comparison.
  *
@@ -146,7 +145,8 @@ TW_PUBLIC const char *tw_version_string(void);
  * for any other int); never NULL. */
 TW_PUBLIC const char *tw_strerror(int err);
 
-/* ---- wheels --------------------------------------------------------------- */
+/* ---- wheels ---------------------------------------------------------------
+ */
 
 /* Fill cfg with the defaults of mode: a 1 ms tick, the mode's default layout
  * and start time 0. A NULL cfg is a no-op. */
@@ -169,7 +169,8 @@ TW_PUBLIC struct tw_wheel *tw_create(const struct tw_config *cfg, int *err);
  */
 TW_PUBLIC int tw_destroy(struct tw_wheel *w);
 
-/* ---- timers ----------------------------------------------------------------- */
+/* ---- timers -----------------------------------------------------------------
+ */
 
 /* Make t a not-pending timer that will call cb(t, arg). Must not be called
  * on a pending timer (that would lose it from the wheel's lists). A NULL t
@@ -215,7 +216,8 @@ TW_PUBLIC bool tw_timer_pending(const struct tw_timer *t);
  * pending; a never-scheduled timer answers 0. NULL: 0. */
 TW_PUBLIC uint64_t tw_timer_deadline(const struct tw_timer *t);
 
-/* ---- time ------------------------------------------------------------------ */
+/* ---- time ------------------------------------------------------------------
+ */
 
 /* The wheel's current time: the latest time given to an advance, or the
  * start time. NULL: 0. */
@@ -251,7 +253,8 @@ TW_PUBLIC int64_t tw_advance_bounded(struct tw_wheel *w, uint64_t now,
  */
 TW_PUBLIC uint64_t tw_next_deadline(const struct tw_wheel *w);
 
-/* ---- inspection --------------------------------------------------------------- */
+/* ---- inspection
+ * --------------------------------------------------------------- */
 
 /*
  * Call fn(timer, ctx) once for every pending timer, in no particular order,
@@ -374,9 +377,8 @@ TW_PUBLIC int tw_service_schedule(struct tw_service *s, uint64_t delay,
 /* As tw_service_schedule(), but run first after delay, then every period
  * ns counted as kind says, until cancelled. period 0 or an unknown kind is
  * -EINVAL. */
-TW_PUBLIC int tw_service_schedule_periodic(struct tw_service *s,
-                                           uint64_t delay, uint64_t period,
-                                           enum tw_period kind,
+TW_PUBLIC int tw_service_schedule_periodic(struct tw_service *s, uint64_t delay,
+                                           uint64_t period, enum tw_period kind,
                                            tw_service_callback *cb, void *arg,
                                            struct tw_handle **out);
 
