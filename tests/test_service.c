@@ -11,26 +11,12 @@
 #include <time.h>
 
 #include "timewheel.h"
+#include "util.h"
 
 #define MS UINT64_C(1000000)
 #define HOUR (UINT64_C(3600) * 1000 * MS)
 /* How late a timer may fire before a test calls it a failure. */
 #define LATE_NS (400 * MS)
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-
-    nanosleep(&ts, NULL);
-}
 
 /* Poll until *flag reaches want, for at most 5 s; returns whether it did. */
 static bool wait_count(atomic_int *flag, int want)

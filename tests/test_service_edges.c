@@ -9,15 +9,9 @@
 #include <time.h>
 
 #include "timewheel.h"
+#include "util.h"
 
 #define MS UINT64_C(1000000)
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-
-    nanosleep(&ts, NULL);
-}
 
 /* Poll until *flag reaches want, for at most 5 s. */
 static bool wait_count(atomic_int *flag, int want)

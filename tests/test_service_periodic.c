@@ -10,24 +10,10 @@
 #include <time.h>
 
 #include "timewheel.h"
+#include "util.h"
 
 #define MS UINT64_C(1000000)
 #define NRUN 64
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ns(uint64_t ns)
-{
-    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-
-    nanosleep(&ts, NULL);
-}
 
 /* What each run saw. stall_at: the run (1-based count) that sleeps stall
  * ns; stop_at: the run that cancels its own handle. */

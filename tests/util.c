@@ -2,6 +2,7 @@
  * Helpers for the named-case tests (see util.h).
  */
 #include <criterion/criterion.h>
+#include <time.h>
 
 #include "util.h"
 
@@ -45,4 +46,19 @@ void wheel_ok(const struct tw_wheel *w)
     char why[200] = "";
 
     cr_assert_eq(tw_check(w, why, sizeof(why)), 0, "invariant: %s", why);
+}
+
+uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+
+    nanosleep(&ts, NULL);
 }

@@ -1,6 +1,6 @@
 /*
- * Small helpers shared by the named-case tests: wheels of each mode, and a
- * timer that records when and in which order it fired.
+ * Small helpers shared by the named-case tests: wheels of each mode, a
+ * timer that records when and in which order it fired, and the real clock.
  */
 #ifndef TW_TEST_UTIL_H
 #define TW_TEST_UTIL_H
@@ -29,5 +29,8 @@ struct tw_wheel *wheel_new(enum tw_mode mode);
 void rec_init(struct rec *r, struct tw_wheel *w);
 /* Assert that tw_check() passes. */
 void wheel_ok(const struct tw_wheel *w);
+/* CLOCK_MONOTONIC in ns, and a sleep of ns, for the service's tests. */
+uint64_t now_ns(void);
+void sleep_ns(uint64_t ns);
 
 #endif /* TW_TEST_UTIL_H */
