@@ -16,7 +16,7 @@
 struct target {
     const char *label;
     const char *wl, *metric, *impl;
-    uint64_t n;        /* 0: the largest size measured */
+    uint64_t n;        /* 0: the largest size measured for both */
     const char *other; /* ratio target: other / impl >= limit */
     double limit;
 };
@@ -58,8 +58,11 @@ static void target_row(FILE *f, const struct results *rs,
     double v, o = NAN;
     char a[32], b[32], sz[32];
 
-    if (n == 0 && ns)
-        n = sizes[ns - 1];
+    /* n 0: the largest size at which both implementations have a value. */
+    for (size_t k = ns; n == 0 && k > 0; k--)
+        if (!isnan(median_of(rs, t, t->impl, sizes[k - 1])) &&
+            (!t->other || !isnan(median_of(rs, t, t->other, sizes[k - 1]))))
+            n = sizes[k - 1];
     v = median_of(rs, t, t->impl, n);
     if (t->other)
         o = median_of(rs, t, t->other, n);
