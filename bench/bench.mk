@@ -5,7 +5,7 @@
 #                       the service benchmark (bench/service, 10 s)
 #   make bench-full     the same at full sizes, up to 10^7 timers (long)
 #   make bench-smoke    build twbench and run it once on tiny sizes (CI)
-#   make bench-docs     copy the last run's plots into docs/img/
+#   make bench-docs     copy the last full run's plots into docs/img/
 #
 # twbench and the library are built with the same optimisation (-O2) and the
 # project's warnings; libuv and libevent come from Debian. BENCH_ARGS passes
@@ -58,6 +58,8 @@ $(BENCH_DIR)/obj/machine.o: BENCH_DEFS = -DBENCH_CFLAGS='"$(BENCH_FLAGS_STR)"'
 $(BENCH_BIN): $(BENCH_OBJ) $(STATIC)
 	$(CC) -o $@ $(BENCH_OBJ) $(BENCH_LIBS)
 
+# The plots in docs/ come from the full suite (BENCH_DOCS_SRC to change).
+BENCH_DOCS_SRC ?= $(BENCH_DIR)/full
 bench-docs:
 	@mkdir -p docs/img
-	cp $(BENCH_DIR)/plots/*.png docs/img/
+	cp $(BENCH_DOCS_SRC)/plots/*.png docs/img/
