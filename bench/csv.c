@@ -43,17 +43,24 @@ static void put_row(FILE *f, const struct result *r)
 
 bool output_csv(const struct results *rs, const char *dir)
 {
-    char path[512];
-    FILE *f;
+    FILE *f = output_open(dir, "results.csv");
 
-    snprintf(path, sizeof(path), "%s/results.csv", dir);
-    f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "twbench: %s: %s\n", path, strerror(errno));
+    if (!f)
         return false;
-    }
     fprintf(f, "workload,impl,n,metric,value,unit,min,max,reps,note\n");
     for (size_t i = 0; i < rs->n; i++)
         put_row(f, &rs->r[i]);
     return fclose(f) == 0;
+}
+
+FILE *output_open(const char *dir, const char *name)
+{
+    char path[512];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "w");
+    if (!f)
+        fprintf(stderr, "twbench: %s: %s\n", path, strerror(errno));
+    return f;
 }

@@ -7,6 +7,7 @@
 #define BENCH_OUTPUT_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "impl.h"
 #include "machine.h"
@@ -23,6 +24,9 @@ struct plots {
     unsigned variant[OUTPUT_MAX_PLOTS];
     char why_not[800]; /* set when a plot could not be made */
 };
+
+/* Open dir/name for writing; NULL after printing why. */
+FILE *output_open(const char *dir, const char *name);
 
 void output_tables(const struct results *rs, const struct impl *const *impls,
                    unsigned nimpls);
