@@ -1,4 +1,4 @@
-# The comparative benchmark (issue 3), included by the top Makefile.
+# The comparative benchmark, included by the top Makefile.
 #
 #   make bench          install what it needs, build build/bench/twbench and
 #                       run the quick suite (about 2 minutes on 2 cores), then
@@ -11,7 +11,7 @@
 # project's warnings; libuv and libevent come from Debian. BENCH_ARGS passes
 # extra options, e.g. make bench BENCH_ARGS="-w churn -i hier,libuv".
 
-BENCH_DIR := build/bench
+BENCH_DIR := $(BUILD)/bench
 BENCH_BIN := $(BENCH_DIR)/twbench
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_OBJ := $(patsubst bench/%.c,$(BENCH_DIR)/obj/%.o,$(BENCH_SRC))

@@ -1,4 +1,4 @@
-# Testing tools beyond `make test` (issue 5), included by the top Makefile.
+# Testing tools beyond `make test` , included by the top Makefile.
 # docs/testing.md says what each one checks and what it last measured.
 #
 #   make fuzz         the libFuzzer target under ASan+UBSan, one process per
@@ -22,17 +22,17 @@
 FUZZ_SECONDS ?= 60
 # Inputs longer than this are cut; the committed corpus stays far below it.
 FUZZ_MAX_LEN ?= 2048
-FUZZ_DIR := build/fuzz
+FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_BIN := $(FUZZ_DIR)/fuzz_wheel
 # The core only: the service needs threads and a clock, and has the soak.
-FUZZ_LIB := $(filter-out lib/service%,$(LIB_SRC))
+FUZZ_LIB := $(SRC_core)
 FUZZ_SRC := $(FUZZ_LIB) tests/fuzz/driver.c tests/fuzz/fuzz_wheel.c
 # The system allocator, so that AddressSanitizer sees every block the wheel
 # allocates (it cannot see inside jemalloc's mallocx).
 FUZZ_CFLAGS := $(WARN) -O2 -g -fsanitize=fuzzer,address,undefined \
                -fno-sanitize-recover=all -fno-omit-frame-pointer \
                -fsanitize-coverage-ignorelist=tests/fuzz/ignore.txt \
-               $(CPPFLAGS_LIB) -DTW_ALLOC_LIBC -Itests/fuzz
+               $(CPPFLAGS_LIB) -Ilib/core -DTW_ALLOC_LIBC -Itests/fuzz
 DEPS_FUZZ := clang libclang-rt-dev
 
 fuzz:
@@ -55,7 +55,7 @@ fuzz-merge: $(FUZZ_BIN)
 
 # ---- coverage --------------------------------------------------------------
 
-COV_DIR := build/coverage
+COV_DIR := $(BUILD)/coverage
 # -O0 so that every line and branch of the source maps to code; atomic
 # counters, since the service's threads run the same code at once (plain
 # ones lose updates and gcov then reports negative counts). The suite is run
@@ -87,7 +87,7 @@ coverage-run:
 
 # ---- valgrind --------------------------------------------------------------
 
-MEMCHECK_DIR := build/memcheck
+MEMCHECK_DIR := $(BUILD)/memcheck
 # Core suites only: the service's are timing tests that valgrind's slowdown
 # would break, and TSan and the soak cover its threads.
 MEMCHECK_FILTER := !(service*|badinput_service|badinput_oom)/*
@@ -124,9 +124,9 @@ memcheck-run:
 
 SOAK_SECONDS ?= 180
 SOAK_SEED ?= 20261122
-SOAK_BIN := build/soak/soak
+SOAK_BIN := $(BUILD)/soak/soak
 # Always the optimised jemalloc build: the soak reads jemalloc's statistics.
-SOAK_LIB := build/default/libtimewheel.a
+SOAK_LIB := $(BUILD)/default/libtimewheel-service.a $(BUILD)/default/libtimewheel.a
 
 soak:
 	@$(MAKE) --no-print-directory deps

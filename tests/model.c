@@ -169,7 +169,7 @@ static void callback_action(struct harness *h, struct model_timer *mt)
         break;
     case 5:
         cr_assert_eq(tw_advance(h->w, tw_now(h->w)), -EBUSY);
-        cr_assert_eq(tw_destroy(h->w), -EBUSY);
+        cr_assert_eq(tw_destroy(h->w), -EDEADLK);
         break;
     default:
         break;

@@ -1,4 +1,4 @@
-# The timer service benchmark (issue 4): bench/service/svcbench.c.
+# The timer service benchmark: bench/service/svcbench.c.
 # Meant to be included by the top Makefile or bench/bench.mk, after them.
 #
 #   make svcbench            build build/bench/svcbench (in a sanitizer
@@ -11,8 +11,8 @@
 # It links the static library with the library's own dependencies
 # (LDLIBS_LIB), so it follows whatever the library needs.
 
-SVC_BENCH_BIN := $(if $(SAN),$(B)/bench/svcbench,build/bench/svcbench)
-SVC_BENCH_CSV ?= build/bench/service.csv
+SVC_BENCH_BIN := $(if $(SAN),$(B)/bench/svcbench,$(BUILD)/bench/svcbench)
+SVC_BENCH_CSV ?= $(BUILD)/bench/service.csv
 
 .PHONY: svcbench bench-service bench-service-quick svcbench-stress
 

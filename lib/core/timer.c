@@ -50,7 +50,7 @@ place(struct tw_wheel *w, struct tw_timer *t, uint64_t deadline)
     t->deadline = deadline;
     if (due <= due_limit(w)) {
         t->aux = due;
-        list_push_back(&w->deferred, &t->link);
+        tw__list_push_back(&w->deferred, &t->link);
     } else {
         tw__insert(w, t, due);
     }
@@ -59,7 +59,7 @@ place(struct tw_wheel *w, struct tw_timer *t, uint64_t deadline)
 
 static inline void remove_timer(struct tw_wheel *w, struct tw_timer *t)
 {
-    struct tw_link *emptied = list_unlink(&t->link);
+    struct tw_link *emptied = tw__list_unlink(&t->link);
 
     if (emptied && w->mode == TW_HIER)
         tw__hier_emptied(w, emptied);

@@ -3,7 +3,7 @@
  */
 #include <errno.h>
 
-#include "timewheel.h"
+#include "timewheel/core.h"
 
 TW_PUBLIC const char *tw_strerror(int err)
 {

@@ -60,13 +60,13 @@ bool tw__hashed_collect(struct tw_wheel *w, uint64_t target)
     w->cur++;
     head = &w->slots[w->cur & w->mask];
     for (n = head->next; n != head;) {
-        struct tw_timer *t = list_timer(n);
+        struct tw_timer *t = tw__list_timer(n);
 
         n = n->next;
         if (t->aux == 0) {
-            list_unlink(&t->link);
+            tw__list_unlink(&t->link);
             t->aux = w->cur;
-            list_push_back(&w->expired, &t->link);
+            tw__list_push_back(&w->expired, &t->link);
         } else {
             t->aux--;
         }
@@ -83,7 +83,7 @@ int tw__hashed_check(const struct tw_wheel *w, char *why, size_t len)
         uint64_t visit = next + ((b - next) & w->mask);
 
         for (const struct tw_link *n = head->next; n != head; n = n->next) {
-            const struct tw_timer *t = list_timer((struct tw_link *)n);
+            const struct tw_timer *t = tw__list_timer((struct tw_link *)n);
             uint64_t e = tw__due_tick(w, t->deadline);
 
             if (e <= w->cur || (e & w->mask) != b)

@@ -26,12 +26,12 @@
 
 static void flush_deferred(struct tw_wheel *w)
 {
-    while (!list_empty(&w->deferred)) {
-        struct tw_timer *t = list_timer(w->deferred.next);
+    while (!tw__list_empty(&w->deferred)) {
+        struct tw_timer *t = tw__list_timer(w->deferred.next);
 
-        list_unlink(&t->link);
+        tw__list_unlink(&t->link);
         if (t->aux <= w->cur)
-            list_push_back(&w->expired, &t->link);
+            tw__list_push_back(&w->expired, &t->link);
         else
             tw__insert(w, t, t->aux);
     }
@@ -41,10 +41,10 @@ static uint64_t run_expired(struct tw_wheel *w, uint64_t budget)
 {
     uint64_t ran = 0;
 
-    while (ran < budget && !list_empty(&w->expired)) {
-        struct tw_timer *t = list_timer(w->expired.next);
+    while (ran < budget && !tw__list_empty(&w->expired)) {
+        struct tw_timer *t = tw__list_timer(w->expired.next);
 
-        list_unlink(&t->link);
+        tw__list_unlink(&t->link);
         w->count--;
         t->cb(t, t->arg);
         ran++;
@@ -54,7 +54,7 @@ static uint64_t run_expired(struct tw_wheel *w, uint64_t budget)
 
 /* An unbounded advance may collect many ticks at once: nothing can tell,
  * since it runs them all before it returns. */
-static bool collect(struct tw_wheel *w, uint64_t target, bool batch)
+static bool collect_next(struct tw_wheel *w, uint64_t target, bool batch)
 {
     return w->mode == TW_HIER ? tw__hier_collect(w, target, batch)
                               : tw__hashed_collect(w, target);
@@ -80,7 +80,7 @@ TW_PUBLIC int64_t tw_advance_bounded(struct tw_wheel *w, uint64_t now,
     w->busy |= TW__ADVANCING;
     for (;;) {
         ran += run_expired(w, max_run - ran);
-        if (ran == max_run || !collect(w, target, max_run == INT64_MAX))
+        if (ran == max_run || !collect_next(w, target, max_run == INT64_MAX))
             break;
     }
     w->busy &= ~TW__ADVANCING;

@@ -39,14 +39,12 @@
 
 static struct tw_handle *of_qnode(struct cds_wfcq_node *n)
 {
-    return (struct tw_handle *)(void *)((char *)n -
-                                        offsetof(struct tw_handle, qnode));
+    return TW_CONTAINER_OF(n, struct tw_handle, qnode);
 }
 
 static struct tw_handle *of_cnode(struct cds_wfcq_node *n)
 {
-    return (struct tw_handle *)(void *)((char *)n -
-                                        offsetof(struct tw_handle, cnode));
+    return TW_CONTAINER_OF(n, struct tw_handle, cnode);
 }
 
 static bool stopping(const struct tw_service *s)
@@ -84,8 +82,8 @@ void tw__worker_reap(struct tw_service *s, bool wait)
     struct cds_wfcq_node *n;
     bool any = false;
 
-    while ((n = wait ? mpsc_pop_wait(&s->cancelq) : mpsc_pop(&s->cancelq)) &&
-           n != MPSC_BUSY) {
+    while ((n = wait ? tw__mpsc_pop_wait(&s->cancelq) : tw__mpsc_pop(&s->cancelq)) &&
+           n != TW__MPSC_BUSY) {
         struct tw_handle *h = of_cnode(n);
 
         /* Only a timer still in the wheel is ours to drop here; one on its
@@ -104,12 +102,12 @@ bool tw__worker_admit(struct tw_service *s, size_t max, bool wait)
 {
     for (size_t i = 0; i < max; i++) {
         struct cds_wfcq_node *n =
-            wait ? mpsc_pop_wait(&s->newq) : mpsc_pop(&s->newq);
+            wait ? tw__mpsc_pop_wait(&s->newq) : tw__mpsc_pop(&s->newq);
         struct tw_handle *h;
 
         if (!n)
             return false;
-        if (n == MPSC_BUSY)
+        if (n == TW__MPSC_BUSY)
             return true;
         h = of_qnode(n);
         if (atomic_load_explicit(&h->state, memory_order_acquire) ==
@@ -143,7 +141,7 @@ static void finish(struct tw_service *s, struct tw_handle *h)
     } else if (s->exec.nthreads == 0) {
         tw_schedule(s->wheel, &h->timer, next); /* we are the worker */
     } else {
-        mpsc_push(&s->newq, &h->qnode);
+        tw__mpsc_push(&s->newq, &h->qnode);
         tw__worker_notify(s, next);
     }
 }
@@ -240,11 +238,11 @@ static void sleep_next(struct tw_service *s)
          * delay of about zero, and such a one fires on that boundary (at
          * most a tick late). Waking there instead of going round the loop
          * at once keeps a busy worker from chasing every push. */
-        if (!mpsc_empty(&s->newq) && target > next_tick(s, now)) {
+        if (!tw__mpsc_empty(&s->newq) && target > next_tick(s, now)) {
             target = next_tick(s, now);
             publish_sleep(s, target);
         }
-        if (!mpsc_empty(&s->cancelq) && target > now + TW__REAP_NS) {
+        if (!tw__mpsc_empty(&s->cancelq) && target > now + TW__REAP_NS) {
             target = now + TW__REAP_NS;
             publish_sleep(s, target);
         }

@@ -35,9 +35,9 @@ static inline void tw__hier_insert(struct tw_wheel *w, struct tw_timer *t,
     /* Bits change only when a slot stops being empty: skipping them
      * otherwise keeps this path short, which matters when the timers are
      * cold and many schedules must overlap their cache misses. */
-    if (list_empty(head))
+    if (tw__list_empty(head))
         tw__hier_occupy(w, lv, s);
-    list_push_back(head, &t->link);
+    tw__list_push_back(head, &t->link);
 }
 
 /* Hashed: bucket due & mask, after (due - next) / slots whole revolutions,
@@ -47,7 +47,7 @@ static inline void tw__hashed_insert(struct tw_wheel *w, struct tw_timer *t,
                                      uint64_t due)
 {
     t->aux = (due - (w->cur + 1)) >> w->shift;
-    list_push_back(&w->slots[due & w->mask], &t->link);
+    tw__list_push_back(&w->slots[due & w->mask], &t->link);
 }
 
 /* Either design. */

@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "bitmap.h"
-#include "timewheel.h"
+#include "timewheel/core.h"
 
 /* Levels a hierarchical wheel can need: 64 is enough for 2-slot levels over
  * 64-bit ticks, the finest layout allowed. */

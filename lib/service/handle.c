@@ -20,13 +20,12 @@
 #include <errno.h>
 #include <sched.h>
 
-#include "alloc.h"
 #include "service.h"
 
 struct tw_handle *tw__handle_new(struct tw_service *s, tw_service_callback *cb,
                                  void *arg, uint64_t deadline)
 {
-    struct tw_handle *h = tw__zalloc(sizeof(*h));
+    struct tw_handle *h = tw__svc_zalloc(sizeof(*h));
 
     if (!h)
         return NULL;
@@ -50,7 +49,7 @@ void tw__handle_ref(struct tw_handle *h)
 void tw__handle_unref(struct tw_handle *h)
 {
     if (atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) == 1)
-        tw__free(h, sizeof(*h));
+        tw_free(h, sizeof(*h));
 }
 
 bool tw__handle_move(struct tw_handle *h, int from, int to)
@@ -116,7 +115,7 @@ static void cancel_pending(struct tw_handle *h)
     struct tw_service *s = h->svc;
 
     tw__handle_ref(h);
-    mpsc_push(&s->cancelq, &h->cnode);
+    tw__mpsc_push(&s->cancelq, &h->cnode);
     tw__worker_notify(s, tw__add_sat(tw__svc_clock(), TW__REAP_NS));
     atomic_store_explicit(&h->state, TW__CANCELLED, memory_order_release);
 }

@@ -11,7 +11,7 @@ static uint32_t slow_next(const bool *set, uint32_t n, uint32_t from)
     for (uint32_t i = from; i < n; i++)
         if (set[i])
             return i;
-    return BITMAP_NONE;
+    return TW__BITMAP_NONE;
 }
 
 Test(bitmap, matches_a_boolean_array)
@@ -28,12 +28,12 @@ Test(bitmap, matches_a_boolean_array)
         slot = (uint32_t)(rng >> 33) % 4096;
         from = (uint32_t)(rng >> 17) % 4097;
         if (set[slot])
-            bitmap_clear(&b, slot);
+            tw__bitmap_clear(&b, slot);
         else
-            bitmap_set(&b, slot);
+            tw__bitmap_set(&b, slot);
         set[slot] = !set[slot];
-        cr_assert_eq(bitmap_test(&b, slot), set[slot]);
-        cr_assert_eq(bitmap_next(&b, from), slow_next(set, 4096, from),
+        cr_assert_eq(tw__bitmap_test(&b, slot), set[slot]);
+        cr_assert_eq(tw__bitmap_next(&b, from), slow_next(set, 4096, from),
                      "from %u", from);
     }
 }
@@ -43,18 +43,18 @@ Test(bitmap, edges)
     static uint64_t words[64];
     struct tw__bitmap b = {0, words};
 
-    cr_assert_eq(bitmap_next(&b, 0), BITMAP_NONE);
-    bitmap_set(&b, 4095);
-    cr_assert_eq(bitmap_next(&b, 0), 4095);
-    cr_assert_eq(bitmap_next(&b, 4095), 4095);
-    cr_assert_eq(bitmap_next(&b, 4096), BITMAP_NONE);
-    bitmap_set(&b, 63);
-    bitmap_set(&b, 64);
-    cr_assert_eq(bitmap_next(&b, 63), 63);
-    cr_assert_eq(bitmap_next(&b, 64), 64);
-    bitmap_clear(&b, 64);
-    cr_assert_eq(bitmap_next(&b, 64), 4095);
-    bitmap_clear(&b, 4095);
-    bitmap_clear(&b, 63);
+    cr_assert_eq(tw__bitmap_next(&b, 0), TW__BITMAP_NONE);
+    tw__bitmap_set(&b, 4095);
+    cr_assert_eq(tw__bitmap_next(&b, 0), 4095);
+    cr_assert_eq(tw__bitmap_next(&b, 4095), 4095);
+    cr_assert_eq(tw__bitmap_next(&b, 4096), TW__BITMAP_NONE);
+    tw__bitmap_set(&b, 63);
+    tw__bitmap_set(&b, 64);
+    cr_assert_eq(tw__bitmap_next(&b, 63), 63);
+    cr_assert_eq(tw__bitmap_next(&b, 64), 64);
+    tw__bitmap_clear(&b, 64);
+    cr_assert_eq(tw__bitmap_next(&b, 64), 4095);
+    tw__bitmap_clear(&b, 4095);
+    tw__bitmap_clear(&b, 63);
     cr_assert_eq(b.summary, 0);
 }

@@ -13,27 +13,25 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "timewheel.h"
+#include "timewheel/core.h"
 
-static inline void list_init(struct tw_link *head)
+static inline void tw__list_init(struct tw_link *head)
 {
     head->next = head;
     head->prev = head;
 }
 
-static inline bool list_empty(const struct tw_link *head)
+static inline bool tw__list_empty(const struct tw_link *head)
 {
     return head->next == head;
 }
 
-static inline struct tw_timer *list_timer(struct tw_link *link)
+static inline struct tw_timer *tw__list_timer(struct tw_link *link)
 {
-    /* link is the first member of struct tw_timer. */
-    return (struct tw_timer *)(void *)((char *)link -
-                                       offsetof(struct tw_timer, link));
+    return TW_CONTAINER_OF(link, struct tw_timer, link);
 }
 
-static inline void list_push_back(struct tw_link *head, struct tw_link *node)
+static inline void tw__list_push_back(struct tw_link *head, struct tw_link *node)
 {
     struct tw_link *last = head->prev;
 
@@ -45,7 +43,7 @@ static inline void list_push_back(struct tw_link *head, struct tw_link *node)
 
 /* Unlink node and mark it not pending. Returns the list's head when the list
  * became empty, NULL otherwise. */
-static inline struct tw_link *list_unlink(struct tw_link *node)
+static inline struct tw_link *tw__list_unlink(struct tw_link *node)
 {
     struct tw_link *prev = node->prev;
     struct tw_link *next = node->next;
@@ -58,15 +56,15 @@ static inline struct tw_link *list_unlink(struct tw_link *node)
 }
 
 /* Move every node of from to the end of to; from becomes empty. */
-static inline void list_splice_back(struct tw_link *to, struct tw_link *from)
+static inline void tw__list_splice_back(struct tw_link *to, struct tw_link *from)
 {
-    if (list_empty(from))
+    if (tw__list_empty(from))
         return;
     from->next->prev = to->prev;
     to->prev->next = from->next;
     from->prev->next = to;
     to->prev = from->prev;
-    list_init(from);
+    tw__list_init(from);
 }
 
 #endif /* TW_LIST_H */

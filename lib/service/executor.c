@@ -16,7 +16,6 @@
  */
 #include <errno.h>
 
-#include "alloc.h"
 #include "service.h"
 
 static void *exec_main(void *arg)
@@ -53,7 +52,7 @@ int tw__exec_start(struct tw_service *s, unsigned n)
     x->nthreads = n;
     if (n == 0)
         return 0;
-    x->threads = tw__zalloc(n * sizeof(*x->threads));
+    x->threads = tw__svc_zalloc(n * sizeof(*x->threads));
     if (!x->threads)
         return -ENOMEM;
     for (unsigned i = 0; i < n; i++) {
@@ -101,7 +100,7 @@ void tw__exec_stop(struct tw__exec *x)
 void tw__exec_destroy(struct tw__exec *x)
 {
     if (x->threads)
-        tw__free(x->threads, x->nthreads * sizeof(*x->threads));
+        tw_free(x->threads, x->nthreads * sizeof(*x->threads));
     pthread_cond_destroy(&x->ready);
     pthread_mutex_destroy(&x->lock);
 }

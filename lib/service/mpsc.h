@@ -21,8 +21,8 @@
  * nothing in other builds.
  *
  * A pop can find a producer half-way through a push (tail exchanged, link
- * not yet written). mpsc_pop() then reports MPSC_BUSY instead of spinning,
- * so the worker can do something else and come back; mpsc_pop_wait() is for
+ * not yet written). tw__mpsc_pop() then reports TW__MPSC_BUSY instead of spinning,
+ * so the worker can do something else and come back; tw__mpsc_pop_wait() is for
  * the quiescent drain at stop, when every push has completed.
  */
 #ifndef TW_SERVICE_MPSC_H
@@ -59,37 +59,37 @@ struct tw__mpsc {
     struct cds_wfcq_tail tail;
 };
 
-/* What mpsc_pop() returns while a push is half done. */
-#define MPSC_BUSY CDS_WFCQ_WOULDBLOCK
+/* What tw__mpsc_pop() returns while a push is half done. */
+#define TW__MPSC_BUSY CDS_WFCQ_WOULDBLOCK
 
-static inline void mpsc_init(struct tw__mpsc *q)
+static inline void tw__mpsc_init(struct tw__mpsc *q)
 {
     __cds_wfcq_init(&q->head, &q->tail);
 }
 
 /* Push node; safe from any thread. Returns whether the queue was empty. */
-static inline bool mpsc_push(struct tw__mpsc *q, struct cds_wfcq_node *node)
+static inline bool tw__mpsc_push(struct tw__mpsc *q, struct cds_wfcq_node *node)
 {
     cds_wfcq_node_init(node);
     tsan_release(node);
     return !cds_wfcq_enqueue(&q->head, &q->tail, node);
 }
 
-/* Pop the oldest node: NULL when empty, MPSC_BUSY when the next node's
+/* Pop the oldest node: NULL when empty, TW__MPSC_BUSY when the next node's
  * push is still in progress. Consumer only. */
-static inline struct cds_wfcq_node *mpsc_pop(struct tw__mpsc *q)
+static inline struct cds_wfcq_node *tw__mpsc_pop(struct tw__mpsc *q)
 {
     struct cds_wfcq_node *node =
         __cds_wfcq_dequeue_nonblocking(&q->head, &q->tail);
 
-    if (node && node != MPSC_BUSY)
+    if (node && node != TW__MPSC_BUSY)
         tsan_acquire(node);
     return node;
 }
 
 /* Pop the oldest node, waiting out a push in progress; NULL when empty.
  * Consumer only. */
-static inline struct cds_wfcq_node *mpsc_pop_wait(struct tw__mpsc *q)
+static inline struct cds_wfcq_node *tw__mpsc_pop_wait(struct tw__mpsc *q)
 {
     struct cds_wfcq_node *node =
         __cds_wfcq_dequeue_blocking(&q->head, &q->tail);
@@ -100,7 +100,7 @@ static inline struct cds_wfcq_node *mpsc_pop_wait(struct tw__mpsc *q)
 }
 
 /* Whether the queue looks empty; a push may land just after. */
-static inline bool mpsc_empty(struct tw__mpsc *q)
+static inline bool tw__mpsc_empty(struct tw__mpsc *q)
 {
     return cds_wfcq_empty(&q->head, &q->tail);
 }

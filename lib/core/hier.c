@@ -163,7 +163,7 @@ static void move_to(struct tw_wheel *w, unsigned k, uint32_t s, uint64_t tick)
 
 void tw__hier_occupy(struct tw_wheel *w, struct tw__level *lv, uint32_t s)
 {
-    bitmap_set(&lv->bits, s);
+    tw__bitmap_set(&lv->bits, s);
     w->occupied |= UINT64_C(1) << (lv - w->levels);
 }
 
@@ -178,7 +178,7 @@ void tw__hier_emptied(struct tw_wheel *w, struct tw_link *head)
         return;
     while (idx >= w->levels[k].first + w->levels[k].nslots)
         k++;
-    bitmap_clear(&w->levels[k].bits, (uint32_t)(idx - w->levels[k].first));
+    tw__bitmap_clear(&w->levels[k].bits, (uint32_t)(idx - w->levels[k].first));
     if (!w->levels[k].bits.summary)
         w->occupied &= ~(UINT64_C(1) << k);
 }
@@ -192,7 +192,7 @@ static bool next_slot(const struct tw_wheel *w, unsigned *level, uint32_t *slot)
         return false;
     *level = (unsigned)__builtin_ctzll(w->occupied);
     lv = &w->levels[*level];
-    *slot = bitmap_next(&lv->bits, lv->pos + 1);
+    *slot = tw__bitmap_next(&lv->bits, lv->pos + 1);
     return true;
 }
 
@@ -219,10 +219,10 @@ static uint32_t flush_ticks(struct tw_wheel *w, uint32_t s, uint64_t target)
 
     do {
         last = s;
-        list_splice_back(&w->expired, &w->slots[lv->first + s]);
-        bitmap_clear(&lv->bits, s);
-        s = bitmap_next(&lv->bits, s + 1);
-    } while (s != BITMAP_NONE && s <= limit);
+        tw__list_splice_back(&w->expired, &w->slots[lv->first + s]);
+        tw__bitmap_clear(&lv->bits, s);
+        s = tw__bitmap_next(&lv->bits, s + 1);
+    } while (s != TW__BITMAP_NONE && s <= limit);
     if (!lv->bits.summary)
         w->occupied &= ~UINT64_C(1);
     return last;
@@ -237,16 +237,16 @@ static void demote_slot(struct tw_wheel *w, unsigned k, uint32_t s)
     struct tw_link *head = &w->slots[lv->first + s];
     struct tw_link *n = head->next;
 
-    list_init(head);
-    bitmap_clear(&lv->bits, s);
+    tw__list_init(head);
+    tw__bitmap_clear(&lv->bits, s);
     if (!lv->bits.summary)
         w->occupied &= ~(UINT64_C(1) << k);
     while (n != head) {
         struct tw_link *next = n->next;
-        struct tw_timer *t = list_timer(n);
+        struct tw_timer *t = tw__list_timer(n);
 
         if (t->aux == w->cur)
-            list_push_back(&w->expired, &t->link);
+            tw__list_push_back(&w->expired, &t->link);
         else
             tw__hier_insert(w, t, t->aux);
         n = next;
@@ -284,13 +284,13 @@ static int check_slot(const struct tw_wheel *w, unsigned k, uint32_t s,
 {
     const struct tw__level *lv = &w->levels[k];
     const struct tw_link *head = &w->slots[lv->first + s];
-    bool bit = bitmap_test(&lv->bits, s);
+    bool bit = tw__bitmap_test(&lv->bits, s);
 
-    if (bit == list_empty(head))
+    if (bit == tw__list_empty(head))
         return tw__fail(why, len, "level %u slot %u: bit %d, list %s", k, s,
                         bit, bit ? "empty" : "not empty");
     for (const struct tw_link *n = head->next; n != head; n = n->next) {
-        const struct tw_timer *t = list_timer((struct tw_link *)n);
+        const struct tw_timer *t = tw__list_timer((struct tw_link *)n);
         uint64_t e = t->aux;
 
         if (e != tw__due_tick(w, t->deadline) || e <= w->cur)

@@ -33,7 +33,7 @@ static int check_links(const struct tw_link *head, size_t limit, size_t *count,
     for (const struct tw_link *n = head->next; n != head; n = n->next) {
         if (!n || n->prev != prev)
             return tw__fail(why, len, "broken list links");
-        if (!list_timer((struct tw_link *)n)->cb)
+        if (!tw__list_timer((struct tw_link *)n)->cb)
             return tw__fail(why, len, "pending timer without callback");
         if (++*count > limit)
             return tw__fail(why, len, "more timers in lists than pending");
@@ -49,7 +49,7 @@ static int check_due_list(const struct tw_wheel *w, const struct tw_link *head,
                           bool expired, char *why, size_t len)
 {
     for (const struct tw_link *n = head->next; n != head; n = n->next) {
-        const struct tw_timer *t = list_timer((struct tw_link *)n);
+        const struct tw_timer *t = tw__list_timer((struct tw_link *)n);
 
         if (t->aux != tw__due_tick(w, t->deadline))
             return tw__fail(why, len, "due list timer with wrong due tick");

@@ -68,7 +68,7 @@ static int alloc_slots(struct tw_wheel *w)
     if (!w->slots)
         return -ENOMEM;
     for (size_t i = 0; i < w->nslots; i++)
-        list_init(&w->slots[i]);
+        tw__list_init(&w->slots[i]);
     return 0;
 }
 
@@ -96,8 +96,8 @@ static int build(struct tw_wheel *w, const struct tw_config *given)
     w->start_ns = cfg.start_ns;
     w->now = cfg.start_ns;
     w->max_tick = tw__due_tick(w, UINT64_MAX);
-    list_init(&w->expired);
-    list_init(&w->deferred);
+    tw__list_init(&w->expired);
+    tw__list_init(&w->deferred);
     rc = w->mode == TW_HIER ? tw__hier_layout(w, &cfg)
                             : tw__hashed_layout(w, &cfg);
     return rc ? rc : alloc_slots(w);
@@ -146,7 +146,7 @@ static int detach_list(struct tw_link *head, void *ctx)
         node->prev = NULL;
         node = next;
     }
-    list_init(head);
+    tw__list_init(head);
     return 0;
 }
 
@@ -155,7 +155,7 @@ TW_PUBLIC int tw_destroy(struct tw_wheel *w)
     if (!w)
         return 0;
     if (w->busy)
-        return -EBUSY;
+        return -EDEADLK;
     each_list(w, detach_list, NULL);
     free_wheel(w);
     return 0;
@@ -186,7 +186,7 @@ TW_PUBLIC uint64_t tw_next_deadline(const struct tw_wheel *w)
 
     if (!w)
         return UINT64_MAX;
-    if (!list_empty(&w->expired) || !list_empty(&w->deferred))
+    if (!tw__list_empty(&w->expired) || !tw__list_empty(&w->deferred))
         return w->now;
     tick = next_work_tick(w);
     if (tick == UINT64_MAX)
@@ -206,7 +206,7 @@ static int visit_list(struct tw_link *head, void *ctx)
     int rc = 0;
 
     for (struct tw_link *n = head->next; !rc && n != head; n = n->next)
-        rc = v->fn(list_timer(n), v->ctx);
+        rc = v->fn(tw__list_timer(n), v->ctx);
     return rc;
 }
 

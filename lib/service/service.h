@@ -2,11 +2,14 @@
  * The threaded timer service: the objects shared by its files. Never
  * installed.
  *
- *   service.c         create, schedule, stop, destroy, stats
- *   service_handle.c  handles: reference counts, the state machine, cancel
- *   service_worker.c  the worker thread: admit, reap, advance, sleep
- *   service_exec.c    the executor pool
- *   service_mpsc.h    the lock-free queue from producers to the worker
+ *   service.c   create, schedule, stop, destroy, stats
+ *   handle.c    handles: reference counts, the state machine, cancel
+ *   worker.c    the worker thread: admit, reap, advance, sleep
+ *   executor.c  the executor pool
+ *   mpsc.h      the lock-free queue from producers to the worker
+ *
+ * The service uses the core only through its public API
+ * (timewheel/core.h), memory included: tw_alloc() and tw_free().
  *
  * Threads. Producers (any thread) push new handles onto `newq` and
  * cancelled ones onto `cancelq`. The worker thread alone touches the core
@@ -47,8 +50,10 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "service_mpsc.h"
-#include "timewheel.h"
+#include <string.h>
+
+#include "mpsc.h"
+#include "timewheel/service.h"
 
 enum tw__hstate {
     TW__PENDING,
@@ -192,7 +197,7 @@ static inline struct tw_handle *tw__hlist_pop(struct tw__hlist *l)
     return h;
 }
 
-/* service_handle.c */
+/* handle.c */
 struct tw_handle *tw__handle_new(struct tw_service *s, tw_service_callback *cb,
                                  void *arg, uint64_t deadline);
 void tw__handle_ref(struct tw_handle *h);
@@ -204,7 +209,7 @@ void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
 uint64_t tw__handle_next_deadline(const struct tw_service *s,
                                   struct tw_handle *h, uint64_t now);
 
-/* service_worker.c */
+/* worker.c */
 void *tw__worker_main(void *arg);
 void tw__worker_expire(struct tw_timer *t, void *arg);
 void tw__worker_run(struct tw_service *s, struct tw_handle *h);
@@ -213,10 +218,18 @@ void tw__worker_notify(struct tw_service *s, uint64_t due);
 void tw__worker_reap(struct tw_service *s, bool wait);
 bool tw__worker_admit(struct tw_service *s, size_t max, bool wait);
 
-/* service_exec.c */
+/* executor.c */
 int tw__exec_start(struct tw_service *s, unsigned n);
 void tw__exec_submit(struct tw__exec *x, struct tw__hlist *batch);
 void tw__exec_stop(struct tw__exec *x);
 void tw__exec_destroy(struct tw__exec *x);
+
+/* A zeroed block from the library's allocator (the core's seam). */
+static inline void *tw__svc_zalloc(size_t size)
+{
+    void *p = tw_alloc(size);
+
+    return p ? memset(p, 0, size) : NULL;
+}
 
 #endif /* TW_SERVICE_H */

@@ -24,7 +24,6 @@
 #include <sched.h>
 #include <string.h>
 
-#include "alloc.h"
 #include "service.h"
 
 /* A sanity bound on the pool, far above any useful size; it catches a
@@ -85,15 +84,15 @@ static void free_service(struct tw_service *s)
     pthread_mutex_destroy(&s->stop_lock);
     pthread_mutex_destroy(&s->lock);
     tw_destroy(s->wheel);
-    tw__free(s, sizeof(*s));
+    tw_free(s, sizeof(*s));
 }
 
 static int start(struct tw_service *s, const struct tw_service_config *cfg)
 {
     int rc;
 
-    mpsc_init(&s->newq);
-    mpsc_init(&s->cancelq);
+    tw__mpsc_init(&s->newq);
+    tw__mpsc_init(&s->cancelq);
     init_sync(s);
     rc = make_wheel(s, cfg);
     if (!rc)
@@ -115,7 +114,7 @@ tw_service_create(const struct tw_service_config *cfg, int *err)
 
     if (cfg && cfg->executor_threads <= MAX_EXECUTOR_THREADS &&
         (cfg->catchup == TW_CATCHUP_SKIP || cfg->catchup == TW_CATCHUP_ALL)) {
-        s = tw__zalloc(sizeof(*s));
+        s = tw__svc_zalloc(sizeof(*s));
         rc = s ? start(s, cfg) : -ENOMEM;
         if (rc && s) {
             free_service(s);
@@ -184,7 +183,7 @@ static int submit(struct tw_service *s, uint64_t delay, uint64_t period,
         *out = h;
     }
     atomic_fetch_add_explicit(&s->accepted, 1, memory_order_relaxed);
-    mpsc_push(&s->newq, &h->qnode);
+    tw__mpsc_push(&s->newq, &h->qnode);
     tw__worker_notify(s, deadline);
     return 0;
 }
@@ -238,7 +237,7 @@ static void close_gate(struct tw_service *s)
         sched_yield();
 }
 
-static int collect(struct tw_timer *t, void *ctx)
+static int gather_visitor(struct tw_timer *t, void *ctx)
 {
     tw__hlist_push(ctx, t->arg);
     return 0;
@@ -254,7 +253,7 @@ static void gather(struct tw_service *s, struct tw__hlist *all)
         tw__hlist_push(all, h);
     while ((h = tw__hlist_pop(&s->exec.queue)))
         tw__hlist_push(all, h);
-    tw_visit(s->wheel, collect, &in_wheel);
+    tw_visit(s->wheel, gather_visitor, &in_wheel);
     while ((h = tw__hlist_pop(&in_wheel))) {
         tw_cancel(s->wheel, &h->timer);
         tw__hlist_push(all, h);

@@ -13,20 +13,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define BITMAP_NONE UINT32_MAX
+#define TW__BITMAP_NONE UINT32_MAX
 
 struct tw__bitmap {
     uint64_t summary;
     uint64_t *words; /* ceil(slots / 64) words, owned by the wheel */
 };
 
-static inline void bitmap_set(struct tw__bitmap *b, uint32_t slot)
+static inline void tw__bitmap_set(struct tw__bitmap *b, uint32_t slot)
 {
     b->words[slot >> 6] |= UINT64_C(1) << (slot & 63);
     b->summary |= UINT64_C(1) << (slot >> 6);
 }
 
-static inline void bitmap_clear(struct tw__bitmap *b, uint32_t slot)
+static inline void tw__bitmap_clear(struct tw__bitmap *b, uint32_t slot)
 {
     uint64_t *word = &b->words[slot >> 6];
 
@@ -35,26 +35,26 @@ static inline void bitmap_clear(struct tw__bitmap *b, uint32_t slot)
         b->summary &= ~(UINT64_C(1) << (slot >> 6));
 }
 
-static inline bool bitmap_test(const struct tw__bitmap *b, uint32_t slot)
+static inline bool tw__bitmap_test(const struct tw__bitmap *b, uint32_t slot)
 {
     return (b->words[slot >> 6] >> (slot & 63)) & 1;
 }
 
-/* First set slot at or after from, or BITMAP_NONE. from may be one past the
- * last slot (then the answer is BITMAP_NONE). */
-static inline uint32_t bitmap_next(const struct tw__bitmap *b, uint32_t from)
+/* First set slot at or after from, or TW__BITMAP_NONE. from may be one past the
+ * last slot (then the answer is TW__BITMAP_NONE). */
+static inline uint32_t tw__bitmap_next(const struct tw__bitmap *b, uint32_t from)
 {
     uint32_t wi = from >> 6;
     uint64_t above;
 
     if (wi >= 64)
-        return BITMAP_NONE;
+        return TW__BITMAP_NONE;
     uint64_t w = b->words[wi] & (~UINT64_C(0) << (from & 63));
     if (w)
         return (wi << 6) | (uint32_t)__builtin_ctzll(w);
     above = wi == 63 ? 0 : b->summary & (~UINT64_C(0) << (wi + 1));
     if (!above)
-        return BITMAP_NONE;
+        return TW__BITMAP_NONE;
     wi = (uint32_t)__builtin_ctzll(above);
     return (wi << 6) | (uint32_t)__builtin_ctzll(b->words[wi]);
 }

@@ -1,0 +1,318 @@
+/*
+ * timewheel/core.h: the caller-driven timing wheels (libtimewheel,
+ * pkg-config timewheel). Needs only the allocator (jemalloc by default).
+ *
+ * Two designs behind one API:
+ *
+ *   TW_HIER    a Kafka-style hierarchical wheel. Cascading levels (by default a
+ *              second wheel of 1000 x 1 ms, a minute wheel of 60 x 1 s, an hour
+ *              wheel of 60 x 1 min, a day wheel of 24 x 1 h, then 64-slot
+ * levels as far as UINT64_MAX ns). Timers are demoted to finer levels as the
+ * coarse ones come due, so every deadline is held exactly and nothing counts
+ * rounds. Occupancy bitmaps let one advance cross days of empty time cheaply.
+ *   TW_HASHED  a single-level hashed wheel with per-timer round counting, as in
+ *              Netty's HashedWheelTimer, kept for compatibility and comparison.
+ *
+ * The core is caller-driven: time is a uint64_t count of nanoseconds that the
+ * caller passes in (from CLOCK_MONOTONIC or a virtual clock). The core never
+ * reads a clock, never starts a thread and is not thread-safe: one thread
+ * drives a wheel.
+ *
+ * Timers are intrusive and owned by the caller: embed a struct tw_timer in
+ * your own struct and get back to it with TW_CONTAINER_OF. The library
+ * never allocates or frees a timer.
+ *
+ * Guarantees (both modes, every layout):
+ *  - Tick boundaries lie at start + k * tick. A timer never fires before its
+ *    deadline: it fires during the first advance whose time reaches the first
+ *    tick boundary at or after its deadline, so at most one tick late. The
+ *    last boundary saturates at UINT64_MAX: advancing to UINT64_MAX fires
+ *    every pending timer.
+ *  - Timers fire in order of their due tick; the order of timers due in the
+ *    same tick is unspecified. A timer whose deadline had already passed when
+ *    it was scheduled is due at the tick the wheel was on at that moment.
+ *  - Callbacks may schedule, re-arm and cancel any timer, themselves included.
+ *    A timer cancelled by a callback before it ran does not run. A timer
+ *    scheduled or re-armed from a callback to a time the running advance has
+ *    already reached runs on the next advance, not the current one, so a
+ *    callback that re-arms itself cannot livelock an advance.
+ *  - Deadlines that would overflow saturate at UINT64_MAX and are held, not
+ *    wrapped. A deadline in the past runs at the next advance.
+ *  - Errors are negative errno codes; bad input never crashes the wheel and
+ *    never loses a timer. See tw_strerror().
+ */
+#ifndef TIMEWHEEL_CORE_H
+#define TIMEWHEEL_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TW_VERSION_MAJOR 0
+#define TW_VERSION_MINOR 1
+#define TW_VERSION_PATCH 0
+#define TW_VERSION_STRING "0.1.0"
+/* One number that grows with each release: 0xMMmmpp. */
+#define TW_VERSION_HEX                                                         \
+    ((TW_VERSION_MAJOR << 16) | (TW_VERSION_MINOR << 8) | TW_VERSION_PATCH)
+
+#if defined(TW_BUILDING) && defined(__GNUC__)
+#define TW_PUBLIC __attribute__((visibility("default")))
+#else
+#define TW_PUBLIC
+#endif
+
+/* Defaults: a 1 ms tick; Netty's 512 slots for the hashed wheel. */
+#define TW_DEFAULT_TICK_NS UINT64_C(1000000)
+#define TW_DEFAULT_HASHED_SLOTS 512u
+/* Most configured levels a hierarchical layout may list. */
+#define TW_MAX_LEVELS 64u
+/* Most slots one hierarchical level may have (a two-word bitmap search). */
+#define TW_MAX_LEVEL_SLOTS 4096u
+/* Most slots of the hashed wheel after rounding up (Netty's limit, 2^30). */
+#define TW_MAX_HASHED_SLOTS (1u << 30)
+
+enum tw_mode {
+    TW_HIER = 0,   /* hierarchical wheel with demotion (the default) */
+    TW_HASHED = 1, /* single-level hashed wheel with round counting */
+};
+
+struct tw_timer;
+struct tw_wheel; /* opaque */
+
+/* A callback runs on the thread that called tw_advance(); when it runs, the
+ * timer is no longer pending and may be scheduled again at once. */
+typedef void tw_callback(struct tw_timer *timer, void *arg);
+
+/* Visitor for tw_visit(); return non-zero to stop the walk early. */
+typedef int tw_visitor(struct tw_timer *timer, void *ctx);
+
+/* Links of the lists a pending timer sits in. Private to the library. */
+struct tw_link {
+    struct tw_link *next;
+    struct tw_link *prev;
+};
+
+/*
+ * A timer, embedded by the caller in its own struct. Initialise it with
+ * tw_timer_init() (or zero it and then call tw_timer_init() before the first
+ * schedule); the fields are private. It must not be moved or freed while
+ * pending. A pending timer belongs to the wheel that scheduled it: passing it
+ * to another wheel before it stops being pending is undefined.
+ */
+struct tw_timer {
+    struct tw_link link; /* NULL next: not pending */
+    uint64_t deadline;   /* absolute, ns, as scheduled (saturated) */
+    uint64_t aux;        /* hier: due tick; hashed: remaining rounds */
+    tw_callback *cb;
+    void *arg;
+};
+
+#if !defined(__cplusplus) && (defined(__x86_64__) || defined(__aarch64__))
+_Static_assert(sizeof(struct tw_timer) <= 48, "struct tw_timer must fit 48 B");
+#endif
+
+/*
+ * How to build a wheel. Fill it with tw_config_init(), then change fields.
+ *  mode      TW_HIER or TW_HASHED.
+ *  tick_ns   length of one tick in ns; must be > 0.
+ *  slots     hierarchical: slots per level, finest first, each 2..4096;
+ *            coarser 64-slot levels are added as far as UINT64_MAX needs.
+ *            hashed: one entry, the ticks per wheel, rounded up to a power of
+ *            two (1..2^30).  NULL selects the mode's default layout.
+ *  levels    number of entries in slots (ignored when slots is NULL).
+ *  start_ns  the wheel's time when created; tick boundaries are counted
+ *            from it.
+ */
+struct tw_config {
+    enum tw_mode mode;
+    uint64_t tick_ns;
+    const uint32_t *slots;
+    unsigned levels;
+    uint64_t start_ns;
+};
+
+/* The struct of type whose member is at ptr: how a callback gets back from
+ * its struct tw_timer (or any intrusive node) to the caller's object. */
+#define TW_CONTAINER_OF(ptr, type, member)                                     \
+    ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+/*
+ * An allocator for every block the library allocates for itself (wheels,
+ * services, handles; never a timer). alloc returns size bytes aligned for
+ * any type, or NULL; free gets back a block and the size it was asked for.
+ * ctx is passed to both.
+ */
+struct tw_allocator {
+    void *(*alloc)(void *ctx, size_t size);
+    void (*free)(void *ctx, void *p, size_t size);
+    void *ctx;
+};
+
+/* ---- version and errors ------------------------------------------------ */
+
+/* TW_VERSION_HEX of the library actually linked. */
+TW_PUBLIC unsigned tw_version(void);
+/* TW_VERSION_STRING of the library actually linked. */
+TW_PUBLIC const char *tw_version_string(void);
+/* A static message for a negative errno code returned by this library (or
+ * for any other int); never NULL. */
+TW_PUBLIC const char *tw_strerror(int err);
+
+/* ---- memory ------------------------------------------------------------ */
+
+/*
+ * Route every allocation of every layer through a (copied); NULL restores
+ * the built-in default (jemalloc, or malloc with ALLOC=libc). Only before
+ * the library's first allocation, as with libuv's uv_replace_allocator():
+ * afterwards -EBUSY, changing nothing. -EINVAL when a lacks alloc or free.
+ * Not thread-safe: call it at start-up.
+ */
+TW_PUBLIC int tw_set_allocator(const struct tw_allocator *a);
+
+/* size bytes from the library's allocator (uninitialised), or NULL; size 0
+ * is NULL. For layers and embedders whose memory should go the same way. */
+TW_PUBLIC void *tw_alloc(size_t size);
+
+/* Give back a block from tw_alloc() with the size it was asked for. NULL is
+ * a no-op. */
+TW_PUBLIC void tw_free(void *p, size_t size);
+
+/* ---- wheels ---------------------------------------------------------------
+ */
+
+/* Fill cfg with the defaults of mode: a 1 ms tick, the mode's default layout
+ * and start time 0. A NULL cfg is a no-op. */
+TW_PUBLIC void tw_config_init(struct tw_config *cfg, enum tw_mode mode);
+
+/*
+ * Create a wheel from cfg. Returns NULL on failure and, when err is not
+ * NULL, stores -EINVAL (bad config: NULL cfg, unknown mode, zero tick, a
+ * level with fewer than 2 or more than 4096 slots, a level whose slot width
+ * overflows 64-bit ns, a hashed wheel with more than one level or whose
+ * tick x slots overflows) or -ENOMEM; stores 0 on success.
+ */
+TW_PUBLIC struct tw_wheel *tw_create(const struct tw_config *cfg, int *err);
+
+/*
+ * Destroy a wheel. Timers still pending are detached (they become not
+ * pending, their callbacks never run) and nothing else of the caller's is
+ * touched. NULL is a no-op returning 0. Returns -EDEADLK, destroying nothing,
+ * when called from a callback or visitor of this wheel.
+ */
+TW_PUBLIC int tw_destroy(struct tw_wheel *w);
+
+/* ---- timers -----------------------------------------------------------------
+ */
+
+/* Make t a not-pending timer that will call cb(t, arg). Must not be called
+ * on a pending timer (that would lose it from the wheel's lists). A NULL t
+ * is a no-op; a NULL cb is stored and refused by the schedule functions. */
+TW_PUBLIC void tw_timer_init(struct tw_timer *t, tw_callback *cb, void *arg);
+
+/*
+ * Schedule t to fire at the absolute time deadline (ns). Returns 0, or
+ * -EINVAL (NULL w or t, NULL callback) or -EBUSY (t is already pending: use
+ * tw_rearm() to move it); on error nothing changes.
+ */
+TW_PUBLIC int tw_schedule(struct tw_wheel *w, struct tw_timer *t,
+                          uint64_t deadline);
+
+/* tw_schedule() at the wheel's current time + delay, saturating. */
+TW_PUBLIC int tw_schedule_after(struct tw_wheel *w, struct tw_timer *t,
+                                uint64_t delay);
+
+/*
+ * Move t to a new deadline in O(1): a pending timer is unlinked and put
+ * where the new deadline belongs (never added twice); a timer that is not
+ * pending is scheduled. Returns 1 if t was pending, 0 if it was not, or
+ * -EINVAL (NULL w or t, NULL callback), changing nothing.
+ */
+TW_PUBLIC int tw_rearm(struct tw_wheel *w, struct tw_timer *t,
+                       uint64_t deadline);
+
+/* tw_rearm() at the wheel's current time + delay, saturating. */
+TW_PUBLIC int tw_rearm_after(struct tw_wheel *w, struct tw_timer *t,
+                             uint64_t delay);
+
+/*
+ * Cancel t. Returns 1 if it was pending (its callback will not run), 0 if
+ * it was not (a no-op, so cancelling twice is harmless), -EINVAL for a NULL
+ * w or t.
+ */
+TW_PUBLIC int tw_cancel(struct tw_wheel *w, struct tw_timer *t);
+
+/* Whether t is pending. NULL: false. */
+TW_PUBLIC bool tw_timer_pending(const struct tw_timer *t);
+
+/* The deadline t was last scheduled for (saturated), meaningful while it is
+ * pending; a never-scheduled timer answers 0. NULL: 0. */
+TW_PUBLIC uint64_t tw_timer_deadline(const struct tw_timer *t);
+
+/* ---- time ------------------------------------------------------------------
+ */
+
+/* The wheel's current time: the latest time given to an advance, or the
+ * start time. NULL: 0. */
+TW_PUBLIC uint64_t tw_now(const struct tw_wheel *w);
+
+/* Number of pending timers, including those due and not yet run. NULL: 0. */
+TW_PUBLIC size_t tw_pending(const struct tw_wheel *w);
+
+/*
+ * Advance the wheel to time now and run every callback that is due, in
+ * order of due tick. Returns how many ran, or a negative code changing
+ * nothing: -EINVAL (NULL w), -ERANGE (now is earlier than tw_now(w)),
+ * -EBUSY (called from a callback or visitor of this wheel).
+ */
+TW_PUBLIC int64_t tw_advance(struct tw_wheel *w, uint64_t now);
+
+/*
+ * As tw_advance(), but run at most max_run callbacks; timers left over stay
+ * due and run first on the next advance (with the same or a later now), so
+ * a burst can be spread across calls. max_run 0 is -EINVAL.
+ */
+TW_PUBLIC int64_t tw_advance_bounded(struct tw_wheel *w, uint64_t now,
+                                     uint64_t max_run);
+
+/*
+ * The time by which tw_advance() must next be called: tw_now(w) if a timer
+ * is already due; otherwise the tick boundary of the next piece of work,
+ * which is never later than the earliest pending timer's boundary (in
+ * hierarchical mode it can be earlier, when coarse timers must be demoted;
+ * in hashed mode it is the next tick while anything is pending). UINT64_MAX
+ * when nothing is pending (check tw_pending() to tell this apart from a
+ * timer due at UINT64_MAX). NULL: UINT64_MAX.
+ */
+TW_PUBLIC uint64_t tw_next_deadline(const struct tw_wheel *w);
+
+/* ---- inspection
+ * --------------------------------------------------------------- */
+
+/*
+ * Call fn(timer, ctx) once for every pending timer, in no particular order,
+ * so an embedder can persist or hand them over (then tw_destroy() detaches
+ * them all). fn must not change the wheel: schedule, re-arm, cancel, advance
+ * called from it return -EBUSY, destroy -EDEADLK. Returns 0 after a full walk, the
+ * first non-zero value fn returned, or -EINVAL for NULL w or fn.
+ */
+TW_PUBLIC int tw_visit(struct tw_wheel *w, tw_visitor *fn, void *ctx);
+
+/*
+ * Check every internal structure of w against a brute-force scan: list
+ * links, the level, slot and round of every timer, occupancy bitmaps, the
+ * pending count. Slow; meant for tests. Returns 0, or -EPROTO with a
+ * description written to why (if why and len are non-zero), or -EINVAL for
+ * a NULL w.
+ */
+TW_PUBLIC int tw_check(const struct tw_wheel *w, char *why, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TIMEWHEEL_CORE_H */

@@ -1,0 +1,170 @@
+/*
+ * timewheel/service.h: the threaded timer service, a layer over the core
+ * (timewheel/core.h). A worker thread owns a wheel and drives it from
+ * CLOCK_MONOTONIC so that any thread may schedule and cancel. Built into
+ * libtimewheel-service (pkg-config timewheel-service), which needs threads
+ * and liburcu. Threading model, handle lifetime and stop: docs/service.md.
+ */
+#ifndef TIMEWHEEL_SERVICE_H
+#define TIMEWHEEL_SERVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "timewheel/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * A timer service: a worker thread owns a wheel and drives it from
+ * CLOCK_MONOTONIC, so that any thread may schedule and cancel. Deadlines are
+ * absolute CLOCK_MONOTONIC times in ns; callbacks never run early. Threading
+ * model, handle lifetime and stop semantics: docs/service.md.
+ */
+struct tw_service; /* opaque */
+struct tw_handle;  /* opaque, reference-counted */
+
+/* A service callback. h stays valid for the whole call (the service holds a
+ * reference), so the callback may query or cancel it. */
+typedef void tw_service_callback(struct tw_handle *h, void *arg);
+
+/* What a fixed-rate timer does when a stall made it miss periods. */
+enum tw_catchup {
+    TW_CATCHUP_SKIP = 0, /* run once, late, then resume on the period grid */
+    TW_CATCHUP_ALL = 1,  /* run once for every missed period, back to back */
+};
+
+/* How a periodic timer's next deadline is counted. */
+enum tw_period {
+    TW_FIXED_RATE = 0,  /* the k-th run is due at first + k * period */
+    TW_FIXED_DELAY = 1, /* each run is due period after the last returned */
+};
+
+/* What has become of a scheduled timer. */
+enum tw_handle_state {
+    TW_HANDLE_PENDING = 0,   /* waiting for its deadline, or due and queued */
+    TW_HANDLE_RUNNING = 1,   /* its callback is running */
+    TW_HANDLE_DONE = 2,      /* a one-shot timer whose callback has run */
+    TW_HANDLE_CANCELLED = 3, /* cancelled: its callback will not run again */
+    TW_HANDLE_RETURNED = 4,  /* handed back by tw_service_stop() */
+};
+
+/*
+ * How to build a service. Fill it with tw_service_config_init().
+ *  mode, tick_ns, slots, levels   the wheel, as in struct tw_config.
+ *  executor_threads  0: callbacks run one by one on the worker thread;
+ *                    N (at most 1024): on a pool of N threads.
+ *  max_pending       most timers held at once; 0 is unbounded.
+ *  catchup           the policy of fixed-rate timers after a stall.
+ */
+struct tw_service_config {
+    enum tw_mode mode;
+    uint64_t tick_ns;
+    const uint32_t *slots;
+    unsigned levels;
+    unsigned executor_threads;
+    size_t max_pending;
+    enum tw_catchup catchup;
+};
+
+/* Counters of a service; scheduled == completed + cancelled + returned +
+ * pending whenever no call is in progress (always, once stopped). */
+struct tw_service_stats {
+    uint64_t scheduled; /* timers accepted (a periodic one counts once) */
+    uint64_t runs;      /* callbacks started, every period counted */
+    uint64_t completed; /* one-shot timers whose callback ran */
+    uint64_t cancelled; /* timers cancelled (periodic ones included) */
+    uint64_t returned;  /* timers handed back by stop */
+    uint64_t pending;   /* timers the service holds now */
+    uint64_t rejected;  /* schedules refused with -EAGAIN */
+    uint64_t wakeups;   /* times the worker thread woke from a sleep */
+};
+
+/* A timer handed back by tw_service_stop(). */
+struct tw_handback {
+    tw_service_callback *cb;
+    void *arg;
+    uint64_t deadline;   /* when it was due (CLOCK_MONOTONIC ns) */
+    uint64_t period;     /* 0 for a one-shot timer */
+    enum tw_period kind; /* meaningful when period is not 0 */
+};
+
+/* Receives each handed-back timer; t is valid during the call only. */
+typedef void tw_handback_fn(const struct tw_handback *t, void *ctx);
+
+/* Fill cfg with the defaults of mode: the core's defaults, no executor
+ * threads, no maximum, TW_CATCHUP_SKIP. A NULL cfg is a no-op. */
+TW_PUBLIC void tw_service_config_init(struct tw_service_config *cfg,
+                                      enum tw_mode mode);
+
+/* Create a service and start its threads. Returns NULL on failure and
+ * stores in err (when not NULL) -EINVAL (bad config, as tw_create(), or too
+ * many threads), -ENOMEM or the error of pthread_create; 0 on success. */
+TW_PUBLIC struct tw_service *
+tw_service_create(const struct tw_service_config *cfg, int *err);
+
+/*
+ * From any thread, call cb(h, arg) once, delay ns from now (saturating).
+ * With out, *out gets a handle to release; without, none is kept. Returns 0,
+ * -EINVAL (NULL s or cb), -EAGAIN (max_pending reached), -ENOMEM or
+ * -ESHUTDOWN (stop has begun); on error nothing changes and *out is NULL.
+ */
+TW_PUBLIC int tw_service_schedule(struct tw_service *s, uint64_t delay,
+                                  tw_service_callback *cb, void *arg,
+                                  struct tw_handle **out);
+
+/* As tw_service_schedule(), but run first after delay, then every period
+ * ns counted as kind says, until cancelled. period 0 or an unknown kind is
+ * -EINVAL. */
+TW_PUBLIC int tw_service_schedule_periodic(struct tw_service *s, uint64_t delay,
+                                           uint64_t period, enum tw_period kind,
+                                           tw_service_callback *cb, void *arg,
+                                           struct tw_handle **out);
+
+/*
+ * From any thread: 1 if the callback will not start again because of this
+ * call (a periodic timer's current run, if any, finishes), 0 if it had
+ * already run, is running (one-shot), was cancelled or handed back.
+ * Safe twice, and after the service is destroyed. NULL: -EINVAL.
+ */
+TW_PUBLIC int tw_handle_cancel(struct tw_handle *h);
+
+/* What has become of h (a snapshot: other threads may change it at once).
+ * NULL: TW_HANDLE_CANCELLED. */
+TW_PUBLIC enum tw_handle_state tw_handle_query(const struct tw_handle *h);
+
+/* The deadline h is waiting for, or last waited for (CLOCK_MONOTONIC ns).
+ * NULL: 0. */
+TW_PUBLIC uint64_t tw_handle_deadline(const struct tw_handle *h);
+
+/* Give back the caller's reference: h must not be used afterwards. It does
+ * not cancel the timer. NULL is a no-op; releasing twice is undefined. */
+TW_PUBLIC void tw_handle_release(struct tw_handle *h);
+
+/*
+ * Stop accepting timers (later schedules fail with -ESHUTDOWN), let running
+ * callbacks finish, join every thread, then call fn (if not NULL) once for
+ * each timer that neither ran nor was cancelled. Returns 0; a second stop
+ * is a no-op returning 0. -EINVAL for NULL s; -EDEADLK, doing nothing, from
+ * a callback of s or from fn.
+ */
+TW_PUBLIC int tw_service_stop(struct tw_service *s, tw_handback_fn *fn,
+                              void *ctx);
+
+/* Stop s (dropping what stop would hand back) and free it. Handles stay
+ * valid until released. NULL: 0. -EDEADLK, doing nothing, from a callback
+ * of s. */
+TW_PUBLIC int tw_service_destroy(struct tw_service *s);
+
+/* Copy the counters of s into out. -EINVAL for NULL s or out. */
+TW_PUBLIC int tw_service_stats(struct tw_service *s,
+                               struct tw_service_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TIMEWHEEL_SERVICE_H */

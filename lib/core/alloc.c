@@ -1,0 +1,72 @@
+/*
+ * The allocator seam: every block the library allocates for itself (never a
+ * timer: those belong to the caller) comes from tw_alloc() and goes back
+ * through tw_free(), in every layer.
+ *
+ * The default is jemalloc's non-standard API, where sdallocx() takes the size
+ * back so jemalloc skips its size lookup on free; `make ALLOC=libc` builds
+ * the same library on malloc() and free(). An embedder may replace either
+ * with tw_set_allocator(), as libuv's uv_replace_allocator() allows, but only
+ * before the library's first allocation: a block must go back to the
+ * allocator it came from, and the library does not record which one that was
+ * (a pointer per handle would cost the service 8 bytes a timer). Once the
+ * first block is handed out the choice is locked and a replacement is -EBUSY.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "timewheel/core.h"
+
+#ifndef TW_ALLOC_LIBC
+#include <jemalloc/jemalloc.h>
+#endif
+
+static struct tw_allocator hook;   /* alloc NULL: the built-in default */
+static atomic_bool locked;         /* set by the first allocation */
+
+TW_PUBLIC int tw_set_allocator(const struct tw_allocator *a)
+{
+    if (a && (!a->alloc || !a->free))
+        return -EINVAL;
+    if (atomic_load_explicit(&locked, memory_order_acquire))
+        return -EBUSY;
+    if (a)
+        hook = *a;
+    else
+        hook = (struct tw_allocator){0};
+    return 0;
+}
+
+TW_PUBLIC void *tw_alloc(size_t size)
+{
+    /* A load first: a store on every call would bounce the line between
+     * threads that allocate at once. */
+    if (!atomic_load_explicit(&locked, memory_order_relaxed))
+        atomic_store_explicit(&locked, true, memory_order_release);
+    if (size == 0)
+        return NULL;
+    if (hook.alloc)
+        return hook.alloc(hook.ctx, size);
+#ifdef TW_ALLOC_LIBC
+    return malloc(size);
+#else
+    return mallocx(size, 0);
+#endif
+}
+
+TW_PUBLIC void tw_free(void *p, size_t size)
+{
+    if (!p)
+        return;
+    if (hook.alloc) {
+        hook.free(hook.ctx, p, size);
+        return;
+    }
+#ifdef TW_ALLOC_LIBC
+    (void)size;
+    free(p);
+#else
+    sdallocx(p, size, 0);
+#endif
+}
