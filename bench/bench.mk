@@ -1,4 +1,6 @@
-# The comparative benchmark, included by the top Makefile.
+# The comparative benchmark, included by the top Makefile. bench/README.md
+# indexes the sources (main.c and the sub-folders harness, impl, workloads,
+# report) and says how to add a workload.
 #
 #   make bench          install what it needs, build build/bench/twbench and
 #                       run the quick suite (about 2 minutes on 2 cores), then
@@ -13,11 +15,16 @@
 
 BENCH_DIR := $(BUILD)/bench
 BENCH_BIN := $(BENCH_DIR)/twbench
-BENCH_SRC := $(sort $(wildcard bench/*.c))
+# twbench's sources: main.c and the sub-folders (bench/README.md); the
+# service's benchmark (bench/service/) builds on its own.
+BENCH_PARTS := harness impl workloads report
+BENCH_SRC := bench/main.c $(sort $(foreach d,$(BENCH_PARTS),$(wildcard bench/$(d)/*.c)))
 BENCH_OBJ := $(patsubst bench/%.c,$(BENCH_DIR)/obj/%.o,$(BENCH_SRC))
-BENCH_HDR := $(wildcard bench/*.h) include/timewheel.h
+BENCH_HDR := $(foreach d,$(BENCH_PARTS),$(wildcard bench/$(d)/*.h)) \
+             include/timewheel.h $(wildcard include/timewheel/*.h)
 BENCH_OPT := -O2 -g
-BENCH_CFLAGS := $(WARN) $(BENCH_OPT) -Iinclude -D_POSIX_C_SOURCE=200809L
+BENCH_CFLAGS := $(WARN) $(BENCH_OPT) -Iinclude $(addprefix -Ibench/,$(BENCH_PARTS)) \
+                -D_POSIX_C_SOURCE=200809L
 # Recorded in the report: the optimisation of twbench and of the library.
 BENCH_FLAGS_STR := twbench $(BENCH_OPT), libtimewheel $(OPT) -fPIC, both -std=c11
 BENCH_LIBS := $(STATIC) -luv -levent_core $(LDLIBS_LIB) -ldl -lm
@@ -53,7 +60,7 @@ $(BENCH_DIR)/obj/%.o: bench/%.c $(BENCH_HDR) bench/bench.mk
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) $(BENCH_DEFS) -c $< -o $@
 
-$(BENCH_DIR)/obj/machine.o: BENCH_DEFS = -DBENCH_CFLAGS='"$(BENCH_FLAGS_STR)"'
+$(BENCH_DIR)/obj/harness/machine.o: BENCH_DEFS = -DBENCH_CFLAGS='"$(BENCH_FLAGS_STR)"'
 
 $(BENCH_BIN): $(BENCH_OBJ) $(STATIC)
 	$(CC) -o $@ $(BENCH_OBJ) $(BENCH_LIBS)

@@ -85,55 +85,53 @@ static bool parse_count(const char *s, uint64_t *out)
     return true;
 }
 
-static bool parse_sizes(const char *arg, struct run_config *cfg)
-{
-    char buf[512], *save, *tok;
+/* Append one list item to cfg; false when it is unknown or one too many. */
+typedef bool add_fn(struct run_config *cfg, const char *item);
 
-    snprintf(buf, sizeof(buf), "%s", arg);
-    cfg->nsizes = 0;
-    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-        if (cfg->nsizes == RUNNER_MAX_SIZES ||
-            !parse_count(tok, &cfg->sizes[cfg->nsizes++]))
-            return false;
-    return cfg->nsizes > 0;
+static bool add_size(struct run_config *cfg, const char *item)
+{
+    return cfg->nsizes < RUNNER_MAX_SIZES &&
+           parse_count(item, &cfg->sizes[cfg->nsizes++]);
 }
 
-static bool parse_workloads(const char *arg, struct run_config *cfg)
+static bool add_workload(struct run_config *cfg, const char *item)
 {
-    char buf[512], *save, *tok;
+    const struct workload *wl = workload_find(item);
 
-    snprintf(buf, sizeof(buf), "%s", arg);
-    cfg->nwl = 0;
-    for (tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        const struct workload *wl = workload_find(tok);
-
-        if (!wl || cfg->nwl == 16) {
-            fprintf(stderr, "twbench: unknown workload '%s'\n", tok);
-            return false;
-        }
-        cfg->wl[cfg->nwl++] = wl;
-    }
-    return cfg->nwl > 0;
+    if (!wl || cfg->nwl == RUNNER_MAX_WORKLOADS)
+        return false;
+    cfg->wl[cfg->nwl++] = wl;
+    return true;
 }
 
-static bool parse_impls(const char *arg, struct run_config *cfg)
+static bool add_impl(struct run_config *cfg, const char *item)
+{
+    const struct impl *im = impl_find(item);
+
+    if (!im || cfg->nim == RUNNER_MAX_IMPLS)
+        return false;
+    cfg->im[cfg->nim++] = im;
+    return true;
+}
+
+/* A comma-separated list of at least one item, each added by add; says
+ * which item is wrong (what names the list) and returns false. */
+static bool parse_list(const char *arg, const char *what, add_fn *add,
+                       struct run_config *cfg)
 {
     char buf[512], *save, *tok;
+    bool any = false;
 
     snprintf(buf, sizeof(buf), "%s", arg);
-    cfg->nim = 0;
     for (tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        const struct impl *im = impl_find(tok);
-
-        if (!im || cfg->nim == 16) {
-            fprintf(stderr, "twbench: unknown implementation '%s'\n", tok);
+         tok = strtok_r(NULL, ",", &save), any = true)
+        if (!add(cfg, tok)) {
+            fprintf(stderr, "twbench: bad %s '%s' (see --help)\n", what, tok);
             return false;
         }
-        cfg->im[cfg->nim++] = im;
-    }
-    return cfg->nim > 0;
+    if (!any)
+        fprintf(stderr, "twbench: empty %s list\n", what);
+    return any;
 }
 
 struct cli {
@@ -267,19 +265,17 @@ static void select_all(struct run_config *cfg, const struct cli *cli)
     bool ok = true;
 
     if (cli->wl)
-        ok = parse_workloads(cli->wl, cfg);
+        ok = parse_list(cli->wl, "workload", add_workload, cfg);
     else
         for (unsigned i = 0; i < bench_nworkloads; i++)
             cfg->wl[cfg->nwl++] = bench_workloads[i];
     if (ok && cli->im)
-        ok = parse_impls(cli->im, cfg);
+        ok = parse_list(cli->im, "implementation", add_impl, cfg);
     else if (ok)
         for (unsigned i = 0; i < bench_nimpls; i++)
             cfg->im[cfg->nim++] = bench_impls[i];
-    if (ok && cli->sizes && !parse_sizes(cli->sizes, cfg)) {
-        fprintf(stderr, "twbench: bad --sizes '%s'\n", cli->sizes);
-        ok = false;
-    }
+    if (ok && cli->sizes)
+        ok = parse_list(cli->sizes, "size", add_size, cfg);
     if (!ok)
         exit(2);
 }
