@@ -10,7 +10,7 @@
 #   make bench-docs     copy the last full run's plots into docs/img/
 #
 # twbench and the library are built with the same optimisation (-O2) and the
-# project's warnings; libuv and libevent come from Debian. BENCH_ARGS passes
+# project's warnings; libuv, libevent and libev come from Debian. BENCH_ARGS passes
 # extra options, e.g. make bench BENCH_ARGS="-w churn -i hier,libuv".
 
 BENCH_DIR := $(BUILD)/bench
@@ -27,10 +27,10 @@ BENCH_CFLAGS := $(WARN) $(BENCH_OPT) -Iinclude $(addprefix -Ibench/,$(BENCH_PART
                 -D_POSIX_C_SOURCE=200809L
 # Recorded in the report: the optimisation of twbench and of the library.
 BENCH_FLAGS_STR := twbench $(BENCH_OPT), libtimewheel $(OPT) -fPIC, both -std=c11
-BENCH_LIBS := $(STATIC) -luv -levent_core $(LDLIBS_LIB) -ldl -lm
+BENCH_LIBS := $(STATIC) -luv -levent_core -lev $(LDLIBS_LIB) -ldl -lm
 BENCH_ARGS ?=
 
-DEPS_BENCH := libuv1-dev libevent-dev gnuplot-nox
+DEPS_BENCH := libuv1-dev libevent-dev libev-dev gnuplot-nox
 bench bench-full bench-smoke: DEPS_EXTRA = $(DEPS_BENCH)
 
 .PHONY: bench bench-full bench-smoke bench-build bench-docs

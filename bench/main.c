@@ -1,6 +1,6 @@
 /*
  * twbench: the comparative benchmark of timewheel's two designs against a
- * binary heap, libuv and libevent. Parses the options, runs the suite,
+ * binary heap, libuv, libevent and libev. Parses the options, runs the suite,
  * writes the tables, results.csv, the plots and report.md.
  */
 #include <errno.h>

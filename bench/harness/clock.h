@@ -1,13 +1,13 @@
 /*
  * Clocks: the real ones the benchmark measures with, and the virtual one that
- * libuv and libevent read.
+ * libuv, libevent and libev read.
  *
- * The wheels and the heap take time as an argument; libuv and libevent read
- * CLOCK_MONOTONIC themselves. So that all six run the same operation sequence
- * on the same virtual time, twbench defines clock_gettime() itself (clock.c):
- * while a peer's code runs between clock_virtual_enter() and
- * clock_virtual_leave(), its monotonic clocks answer the virtual time set with
- * clock_virtual_set(); every other call, and every call outside those
+ * The wheels and the heap take time as an argument; libuv, libevent and libev
+ * read CLOCK_MONOTONIC themselves. So that all seven run the same operation
+ * sequence on the same virtual time, twbench defines clock_gettime() itself
+ * (clock.c): while a peer's code runs between clock_virtual_enter() and
+ * clock_virtual_leave(), its monotonic clocks answer the virtual time set
+ * with clock_virtual_set(); every other call, and every call outside those
  * brackets, goes to the C library. The peers' own code is unchanged.
  */
 #ifndef BENCH_CLOCK_H

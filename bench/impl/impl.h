@@ -2,7 +2,7 @@
  * The table of operations every implementation under test offers.
  *
  * Each workload drives every implementation through these calls only, with
- * one operation sequence generated before timing starts, so that the six
+ * one operation sequence generated before timing starts, so that the seven
  * implementations do exactly the same work. A timer is named by its index in
  * an array that the implementation allocates in create() (the workloads never
  * see the node type), and times are virtual nanoseconds counted from 0, the
@@ -45,7 +45,7 @@ struct impl {
 
 /* The tables, one per impl_*.c file. */
 extern const struct impl impl_hier, impl_hier_pow2, impl_hashed, impl_heap,
-    impl_libuv, impl_libevent;
+    impl_libuv, impl_libevent, impl_libev;
 
 /* Every implementation, in the order of the tables. */
 extern const struct impl *const bench_impls[];

@@ -7,8 +7,8 @@
 #include "impl.h"
 
 const struct impl *const bench_impls[] = {
-    &impl_hier, &impl_hier_pow2, &impl_hashed,
-    &impl_heap, &impl_libuv,     &impl_libevent,
+    &impl_hier,  &impl_hier_pow2, &impl_hashed, &impl_heap,
+    &impl_libuv, &impl_libevent,  &impl_libev,
 };
 const unsigned bench_nimpls = sizeof(bench_impls) / sizeof(bench_impls[0]);
 
