@@ -8,9 +8,13 @@
  * repetition would not fit is skipped with a note saying so, and otherwise
  * the repetitions are cut to what fits (at least one); an untimed warm-up
  * repetition comes first only when it is known to be cheap. The prediction
- * is only a guard: costs that grow faster than n (a hashed wheel whose
- * buckets leave the cache) can still overrun it once. Nothing is ever
- * extrapolated into a result.
+ * is only a guide: costs that grow faster than n (a hashed wheel whose
+ * buckets leave the cache) can exceed it, and a cell with no smaller size
+ * before it has nothing to scale from. The bound is the hard stop
+ * (stop.h): past its budget a cell gives up in the middle of a repetition,
+ * keeps the repetitions it finished, and notes what a whole one would have
+ * taken, which then predicts the larger sizes. Nothing is ever extrapolated
+ * into a result.
  */
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +22,7 @@
 
 #include "clock.h"
 #include "runner.h"
+#include "stop.h"
 
 /* What the last size cost, per (workload, variant, implementation). */
 struct history {
@@ -87,6 +92,7 @@ static bool plan_cell(const struct run_config *cfg, const struct history *h,
         plan->warmup = pred * (plan->reps + 1) <= budget && pred <= budget / 4;
     }
     plan->stop_ns = clock_now_ns() + (uint64_t)(budget * 1e9);
+    stop_arm(plan->stop_ns);
     return true;
 }
 
@@ -116,6 +122,16 @@ static void run_cell(const struct run_config *cfg, unsigned w, unsigned v,
         reps = reps_done(&out, wl->nmetrics) + plan.warmup;
         h->n = n;
         h->rep_s = (double)(clock_now_ns() - t0) / 1e9 / (reps ? reps : 1);
+        if (stop_hit()) {
+            h->rep_s = stop_estimate_s();
+            wl_note_all(&out, wl,
+                        "%s: stopped at the cell budget of %g s (see "
+                        "--budget); one repetition would take about %.3g s",
+                        reps_done(&out, wl->nmetrics) ? "fewer repetitions"
+                                                      : "not run",
+                        plan.budget_s, h->rep_s);
+        }
+        stop_arm(0);
     }
     results_add_cell(rs, wl, v, cfg->im[i], n, &out);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "ops.h"
+#include "stop.h"
 
 void ops_push(struct ops *s, enum op_kind kind, uint32_t idx, uint64_t time)
 {
@@ -34,8 +35,14 @@ uint64_t ops_run(const struct impl *im, void *ctx, const struct ops *s,
                  size_t from, size_t to)
 {
     uint64_t fired = 0;
+    unsigned until_check = STOP_EVERY;
 
     for (const struct op *o = s->op + from; o < s->op + to; o++) {
+        if (--until_check == 0) {
+            until_check = STOP_EVERY;
+            if (stop_check((double)(o - s->op - from) / (double)(to - from)))
+                break;
+        }
         switch (o->kind) {
         case OP_SCHEDULE:
             im->schedule(ctx, o->idx, o->time);

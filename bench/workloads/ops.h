@@ -33,7 +33,8 @@ struct ops {
 void ops_push(struct ops *s, enum op_kind kind, uint32_t idx, uint64_t time);
 void ops_free(struct ops *s);
 
-/* Replay ops[from, to) on im; returns how many timers fired. */
+/* Replay ops[from, to) on im; returns how many timers fired. Gives up
+ * part-way once the cell's hard stop is hit (stop.h). */
 uint64_t ops_run(const struct impl *im, void *ctx, const struct ops *s,
                  size_t from, size_t to);
 

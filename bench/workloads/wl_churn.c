@@ -8,6 +8,7 @@
 #include "ops.h"
 #include "perfcount.h"
 #include "rng.h"
+#include "stop.h"
 #include "workload.h"
 
 #define MIN_DELAY_NS UINT64_C(1000000)       /* 1 ms */
@@ -55,7 +56,7 @@ static void churn_slice(struct churn *c, const struct impl *im, void *ctx,
     uint64_t t1 = clock_now_ns(), i1 = perfcount_read();
 
     *at = end;
-    if (!timed)
+    if (!timed || stop_hit())
         return;
     wl_add(out, 0, (double)(t1 - t0) / (double)c->pairs);
     if (perfcount_ok())

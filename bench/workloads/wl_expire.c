@@ -8,6 +8,7 @@
 #include "ops.h"
 #include "perfcount.h"
 #include "rng.h"
+#include "stop.h"
 #include "workload.h"
 
 static const char *const variants[] = {"1s", "1min", "1h"};
@@ -56,6 +57,8 @@ static void expire_once(struct expire *e, const struct impl *im,
     uint64_t i2 = perfcount_read(), t2 = clock_now_ns();
 
     im->destroy(ctx);
+    if (stop_hit())
+        return;
     wl_check_fired(out, 0, fired, e->n);
     if (!timed)
         return;

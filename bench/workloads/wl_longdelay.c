@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "ops.h"
 #include "rng.h"
+#include "stop.h"
 #include "workload.h"
 
 #define HOUR_NS UINT64_C(3600000000000)
@@ -40,8 +41,16 @@ static void *longdelay_prepare(const struct bench_params *p, unsigned variant,
 /* Advance once per tick across the span. */
 static void tick_through(const struct impl *im, void *ctx, uint64_t span)
 {
-    for (uint64_t t = BENCH_TICK_NS; t <= span; t += BENCH_TICK_NS)
+    unsigned until_check = STOP_EVERY;
+
+    for (uint64_t t = BENCH_TICK_NS; t <= span; t += BENCH_TICK_NS) {
+        if (--until_check == 0) {
+            until_check = STOP_EVERY;
+            if (stop_check((double)t / (double)span))
+                return;
+        }
         im->advance(ctx, t, UINT64_MAX);
+    }
 }
 
 /* Advance only when the implementation says work is due, as an event loop
@@ -51,6 +60,8 @@ static void sleep_through(const struct impl *im, void *ctx, uint64_t span)
     uint64_t now = 0, next;
 
     while ((next = im->next_deadline(ctx)) < span) {
+        if (stop_check((double)now / (double)span))
+            return;
         now = next > now ? next : now + BENCH_TICK_NS;
         im->advance(ctx, now, UINT64_MAX);
     }
@@ -72,6 +83,8 @@ static double drive(struct longdelay *d, const struct impl *im,
     uint64_t c1 = clock_cpu_ns();
 
     im->destroy(ctx);
+    if (stop_hit())
+        return -1;
     return (double)(c1 - c0) / 1e9 * (double)HOUR_NS / (double)d->span_ns;
 }
 

@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "ops.h"
 #include "rng.h"
+#include "stop.h"
 #include "workload.h"
 
 /* The 75th percentile of a standard normal: fixes sigma from p75 / p50. */
@@ -136,6 +137,8 @@ static void purgatory_once(struct purgatory *g, const struct impl *im,
     uint64_t t1 = clock_now_ns();
 
     im->destroy(ctx);
+    if (stop_hit())
+        return;
     wl_check_fired(out, 0, fired, g->expected);
     if (!timed)
         return;

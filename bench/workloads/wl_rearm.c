@@ -9,6 +9,7 @@
 #include "ops.h"
 #include "perfcount.h"
 #include "rng.h"
+#include "stop.h"
 #include "workload.h"
 
 struct rearm {
@@ -92,6 +93,8 @@ static void rearm_slice(struct rearm *a, const struct impl *im, void *ctx,
     uint64_t fired = ops_run(im, ctx, &a->ops, a->slice[s], a->slice[s + 1]);
     uint64_t t1 = clock_now_ns(), i1 = perfcount_read();
 
+    if (stop_hit())
+        return;
     wl_check_fired(out, 0, fired, 0);
     if (!timed)
         return;

@@ -7,6 +7,7 @@
 
 #include "clock.h"
 #include "perfcount.h"
+#include "stop.h"
 #include "workload.h"
 
 const struct workload *const bench_workloads[] = {
@@ -78,10 +79,11 @@ bool wl_more(struct wl_plan *plan, unsigned r)
 {
     uint64_t now = clock_now_ns();
 
-    if (r >= plan->reps ||
+    if (r >= plan->reps || stop_hit() ||
         (r > 0 && now + (now - plan->rep_ns) > plan->stop_ns))
         return false;
     plan->rep_ns = now;
+    stop_rep_start();
     return true;
 }
 
