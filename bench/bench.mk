@@ -2,16 +2,16 @@
 # indexes the sources (main.c and the sub-folders harness, impl, workloads,
 # report) and says how to add a workload.
 #
-#   make bench          install what it needs, build build/bench/twbench and
-#                       run the quick suite (about 2 minutes on 2 cores), then
-#                       the service benchmark (bench/service, 10 s)
+#   make bench          install what it needs, build build/bench/twbench, run
+#                       the service benchmark (bench/service, 10 s), then the
+#                       quick suite (about 2 minutes on 2 cores)
 #   make bench-full     the same at full sizes, up to 10^7 timers (long)
 #   make bench-smoke    build twbench and run it once on tiny sizes (CI)
 #   make bench-docs     copy the last full run's plots into docs/img/
 #
 # twbench and the library are built with the same optimisation (-O2) and the
-# project's warnings; libuv, libevent and libev come from Debian. BENCH_ARGS passes
-# extra options, e.g. make bench BENCH_ARGS="-w churn -i hier,libuv".
+# project's warnings; libuv, libevent and libev come from Debian. BENCH_ARGS
+# passes extra options, e.g. make bench BENCH_ARGS="-w churn -i hier,libuv".
 
 BENCH_DIR := $(BUILD)/bench
 BENCH_BIN := $(BENCH_DIR)/twbench
@@ -35,19 +35,22 @@ bench bench-full bench-smoke: DEPS_EXTRA = $(DEPS_BENCH)
 
 .PHONY: bench bench-full bench-smoke bench-build bench-docs
 
-# After the wheels, the threaded service's own benchmark (bench/service/):
-# throughput, lateness and idle wake-ups, into service.csv beside results.csv.
+# First the threaded service's own benchmark (bench/service/): throughput,
+# lateness and idle wake-ups, into service.csv, which twbench then puts in
+# report.md beside the wheels' results.
 bench: deps
 	@$(MAKE) --no-print-directory bench-build svcbench
-	$(BENCH_BIN) --suite quick --out $(BENCH_DIR) $(BENCH_ARGS)
+	@mkdir -p $(BENCH_DIR)
 	rm -f $(BENCH_DIR)/service.csv
 	$(SVC_BENCH_BIN) --quick --csv $(BENCH_DIR)/service.csv
+	$(BENCH_BIN) --suite quick --out $(BENCH_DIR) $(BENCH_ARGS)
 
 bench-full: deps
 	@$(MAKE) --no-print-directory bench-build svcbench
-	$(BENCH_BIN) --suite full --out $(BENCH_DIR)/full $(BENCH_ARGS)
+	@mkdir -p $(BENCH_DIR)/full
 	rm -f $(BENCH_DIR)/full/service.csv
 	$(SVC_BENCH_BIN) --csv $(BENCH_DIR)/full/service.csv
+	$(BENCH_BIN) --suite full --out $(BENCH_DIR)/full $(BENCH_ARGS)
 
 bench-smoke: deps
 	@$(MAKE) --no-print-directory bench-build

@@ -3,6 +3,7 @@
  * libraries actually linked, and the compiler and flags twbench was built
  * with (BENCH_CFLAGS comes from bench/bench.mk).
  */
+#include <ev.h>
 #include <event2/event.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,6 +62,8 @@ void machine_probe(struct machine *m)
              memstat_version());
     snprintf(m->libuv, sizeof(m->libuv), "%s", uv_version_string());
     snprintf(m->libevent, sizeof(m->libevent), "%s", event_get_version());
+    snprintf(m->libev, sizeof(m->libev), "%d.%d", ev_version_major(),
+             ev_version_minor());
     strftime(m->date, sizeof(m->date), "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
     snprintf(m->perf, sizeof(m->perf), "%s",
              perfcount_ok() ? "available (user-space instructions)"

@@ -14,6 +14,7 @@ struct machine {
     char allocator[64];
     char libuv[32];
     char libevent[32];
+    char libev[32];
     char date[64];
     char perf[200]; /* instructions counter: "available" or why not */
 };

@@ -15,6 +15,24 @@
 static int fd = -1;
 static char why[160] = "not opened";
 
+/* Why the counter could not be opened, in words a person can act on. */
+static void plain_reason(int err)
+{
+    if (err == ENOENT || err == EOPNOTSUPP || err == ENODEV)
+        snprintf(why, sizeof(why),
+                 "hardware counters are not available on this machine");
+    else if (err == EACCES || err == EPERM)
+        snprintf(why, sizeof(why),
+                 "hardware counters are not allowed here (see "
+                 "/proc/sys/kernel/perf_event_paranoid)");
+    else if (err == ENOSYS)
+        snprintf(why, sizeof(why),
+                 "this kernel has no performance counters (perf_event_open)");
+    else
+        snprintf(why, sizeof(why), "hardware counters could not be opened (%s)",
+                 strerror(err));
+}
+
 bool perfcount_open(void)
 {
     struct perf_event_attr a;
@@ -29,15 +47,16 @@ bool perfcount_open(void)
     a.exclude_hv = 1;
     fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
     if (fd < 0) {
-        snprintf(why, sizeof(why), "perf_event_open(instructions) failed: %s",
-                 strerror(errno));
+        plain_reason(errno);
         return false;
     }
     /* A counter that opens but never counts (some hypervisors) is useless. */
     if (perfcount_read() == 0) {
         close(fd);
         fd = -1;
-        snprintf(why, sizeof(why), "the instructions counter reads 0");
+        snprintf(why, sizeof(why),
+                 "hardware counters are not available on this machine "
+                 "(the instructions counter reads 0)");
         return false;
     }
     why[0] = '\0';

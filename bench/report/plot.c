@@ -1,12 +1,16 @@
 /*
- * The plots: for each workload (and each expire range), a data file and a
- * gnuplot script in <out>/plots/, then gnuplot run on the script. A
- * workload measured at several sizes gets cost against size, log-log, one
- * line per implementation; one measured at a single size gets log-scale
- * bars per implementation, one bar per metric sharing the first metric's
- * unit. Empty cells are "?", which gnuplot leaves out.
+ * The plots, for a person: for each workload (and each expire range), a
+ * data file and a gnuplot script in <out>/plots/, then gnuplot run on the
+ * script. The title says what was measured in words, its unit and which way
+ * is better; each axis says what it counts, in which unit, and "log scale"
+ * when it is one. A workload measured at several sizes gets cost against
+ * size, one line per implementation; one measured at a single size gets the
+ * implementations side by side, N in the title, bars on a linear axis and
+ * points on a log one. Every mark is the median with min-max error bars; a
+ * cell not run is labelled "not run" on the plot instead of left out.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,73 +19,210 @@
 #include "format.h"
 #include "output.h"
 
+/* One implementation's colour and point type, the same in every plot. */
+static const char *const colours[] = {"#0b5394", "#6fa8dc", "#7570b3",
+                                      "#444444", "#d95f02", "#e7298a",
+                                      "#1b9e77", "#e6ab02"};
+#define NCOLOURS (sizeof(colours) / sizeof(colours[0]))
+
+/* Median, min and max, or "? ? ?" for a cell not run. */
 static void put_value(FILE *f, const struct result *r)
 {
     if (r && r->reps)
-        fprintf(f, " %.6g", r->median);
+        fprintf(f, " %.6g %.6g %.6g", r->median, r->min, r->max);
     else
-        fprintf(f, " ?");
+        fprintf(f, " ? ? ?");
 }
 
-/* Lines: one row per size, one column per implementation. */
+/* The axis label of a metric: its title after the last comma. */
+static const char *axis_of(const struct wl_metric *m)
+{
+    const char *comma = m->title ? strrchr(m->title, ',') : NULL;
+
+    return comma ? comma + 2 : m->unit;
+}
+
+/* Its title before the last comma. */
+static void what_of(const struct wl_metric *m, char *buf, size_t len)
+{
+    const char *t = m->title ? m->title : m->name;
+    const char *comma = strrchr(t, ',');
+
+    snprintf(buf, len, "%.*s", (int)(comma ? comma - t : (long)strlen(t)), t);
+}
+
+/* Whether the values of the given rows spread over more than 20x: then
+ * the value axis is logarithmic. */
+static bool wide(double lo, double hi)
+{
+    return lo > 0 && hi / lo > 20;
+}
+
+static void track(const struct result *r, double *lo, double *hi)
+{
+    if (!r || !r->reps)
+        return;
+    *lo = r->min < *lo ? r->min : *lo;
+    *hi = r->max > *hi ? r->max : *hi;
+}
+
+/* The value axis: linear from 0, or log when the values spread over more
+ * than 20x; its top leaves a band of `band` (a fraction of the height) for
+ * the "not run" marks. */
+static void value_axis(FILE *gp, const struct wl_metric *m, double lo,
+                       double hi, double band)
+{
+    if (!(hi > 0)) { /* nothing measured: an axis all the same */
+        fprintf(gp, "set yrange [0:1]\nset ylabel '%s'\n", axis_of(m));
+    } else if (wide(lo, hi)) {
+        double l = log10(lo / 1.3), h = log10(hi * 1.3);
+
+        fprintf(gp,
+                "set logscale y\nset yrange [%g:%g]\n"
+                "set ylabel '%s (log scale)'\n",
+                pow(10, l), pow(10, l + (h - l) / (1 - band)), axis_of(m));
+    } else {
+        fprintf(gp, "set yrange [0:%g]\nset ylabel '%s'\n",
+                hi * 1.05 / (1 - band), axis_of(m));
+    }
+}
+
+/* Cost against size: one row per size, three columns (median, min, max)
+ * per implementation; points joined by lines with min-max error bars; a
+ * cell not run is an open circle labelled "<impl>: not run" in a band at
+ * the top of the plot, above its size. */
 static void write_lines(FILE *dat, FILE *gp, const struct results *rs,
-                        const struct run_config *cfg, const char *metric,
-                        const char *wl, const char *base)
+                        const struct run_config *cfg, const struct result *r0,
+                        const char *base)
 {
     uint64_t sizes[32];
-    size_t ns = results_sizes(rs, wl, metric, sizes, 32);
+    size_t ns = results_sizes(rs, r0->wl->name, r0->name, sizes, 32);
+    double lo = INFINITY, hi = 0;
+    unsigned most = 0; /* cells not run at one size, at most */
 
-    fprintf(dat, "# n");
+    for (size_t k = 0; k < ns; k++) {
+        unsigned missing = 0;
+
+        for (unsigned i = 0; i < cfg->nim; i++) {
+            const struct result *r = results_find(rs, r0->wl->name, r0->name,
+                                                  cfg->im[i]->name, sizes[k]);
+
+            track(r, &lo, &hi);
+            missing += r && !r->reps;
+        }
+        most = missing > most ? missing : most;
+    }
+    fprintf(dat, "# n, then median min max of:");
     for (unsigned i = 0; i < cfg->nim; i++)
         fprintf(dat, " %s", cfg->im[i]->name);
     fprintf(dat, "\n");
     for (size_t k = 0; k < ns; k++) {
+        unsigned missing = 0;
+
         fprintf(dat, "%llu", (unsigned long long)sizes[k]);
-        for (unsigned i = 0; i < cfg->nim; i++)
-            put_value(dat,
-                      results_find(rs, wl, metric, cfg->im[i]->name, sizes[k]));
+        for (unsigned i = 0; i < cfg->nim; i++) {
+            const struct result *r = results_find(rs, r0->wl->name, r0->name,
+                                                  cfg->im[i]->name, sizes[k]);
+
+            put_value(dat, r);
+            if (r && !r->reps)
+                fprintf(gp,
+                        "set label '%s: not run' at first %llu, graph %.3f "
+                        "center front tc rgb '%s' font ',8' point pt 6 "
+                        "ps 1.2 lc rgb '%s' offset 0,0.7\n",
+                        cfg->im[i]->name, (unsigned long long)sizes[k],
+                        0.93 - 0.065 * missing++, colours[i % NCOLOURS],
+                        colours[i % NCOLOURS]);
+        }
         fprintf(dat, "\n");
     }
     if (ns)
         fprintf(gp, "set xrange [%g:%g]\n", (double)sizes[0] / 1.5,
                 (double)sizes[ns - 1] * 1.5);
-    fprintf(gp, "set logscale xy\nset format x '1e%%T'\n"
-                "set key outside right top\nplot ");
+    fprintf(gp,
+            "set logscale x\nset format x '10^%%T'\n"
+            "set xlabel '%s (log scale)'\n",
+            r0->wl->x_label);
+    value_axis(gp, &r0->wl->metrics[r0->metric], lo, hi,
+               most ? 0.065 * most + 0.04 : 0);
+    fprintf(gp, "set key outside right top\nplot ");
     for (unsigned i = 0; i < cfg->nim; i++)
         fprintf(gp,
-                "%s'%s.dat' using 1:%u with linespoints lw 2 pt %u "
-                "title '%s'",
-                i ? ", " : "", base, i + 2, i + 4, cfg->im[i]->name);
+                "%s'%s.dat' using 1:%u:%u:%u with yerrorlines lw 2 pt 7 "
+                "ps 0.8 lc rgb '%s' title '%s'",
+                i ? ", " : "", base, 3 * i + 2, 3 * i + 3, 3 * i + 4,
+                colours[i % NCOLOURS], cfg->im[i]->name);
     fprintf(gp, "\n");
 }
 
-/* Bars: one row per implementation, one column per metric of the unit. */
-static void write_bars(FILE *dat, FILE *gp, const struct results *rs,
-                       const struct run_config *cfg, const struct result *r0,
-                       const char *base)
+/* One size: the implementations along x, one series per metric of the
+ * first metric's unit (median with min-max error bars). Bars on a linear
+ * axis; points on a log axis (a bar's length means nothing there). A cell
+ * not run is labelled "not run" where its mark would be. */
+static void write_one_size(FILE *dat, FILE *gp, const struct results *rs,
+                           const struct run_config *cfg,
+                           const struct result *r0, const char *base)
 {
     const struct workload *wl = r0->wl;
     const char *unit = wl->metrics[r0->metric].unit;
-    char names[WL_MAX_METRICS][64];
-    unsigned nm = 0;
+    unsigned ms[WL_MAX_METRICS], nm = 0;
+    char names[WL_MAX_METRICS][64], sz[32];
+    double lo = INFINITY, hi = 0, w;
+    bool log;
 
     for (unsigned m = 0; m < wl->nmetrics; m++)
-        if (strcmp(wl->metrics[m].unit, unit) == 0)
-            results_metric_name(wl, r0->variant, m, names[nm++], 64);
+        if (strcmp(wl->metrics[m].unit, unit) == 0) {
+            results_metric_name(wl, r0->variant, m, names[nm], 64);
+            ms[nm++] = m;
+        }
+    w = 0.8 / nm;
     for (unsigned i = 0; i < cfg->nim; i++) {
         fprintf(dat, "%s", cfg->im[i]->name);
-        for (unsigned m = 0; m < nm; m++)
-            put_value(dat, results_find(rs, wl->name, names[m],
-                                        cfg->im[i]->name, r0->n));
+        for (unsigned k = 0; k < nm; k++) {
+            const struct result *r =
+                results_find(rs, wl->name, names[k], cfg->im[i]->name, r0->n);
+
+            put_value(dat, r);
+            track(r, &lo, &hi);
+            if (r && !r->reps)
+                fprintf(gp,
+                        "set label 'not run' at first %g, graph 0.04 "
+                        "left rotate by 90 front font ',8'\n",
+                        i + (k - (nm - 1) / 2.0) * w);
+        }
         fprintf(dat, "\n");
     }
-    fprintf(gp, "set logscale y\nset style data histograms\n"
-                "set style histogram clustered gap 1\n"
-                "set style fill solid 0.8 border -1\nset boxwidth 0.9\n"
-                "plot ");
-    for (unsigned m = 0; m < nm; m++)
-        fprintf(gp, "%s'%s.dat' using %u%s title '%s'", m ? ", " : "", base,
-                m + 2, m ? "" : ":xtic(1)", names[m]);
+    log = wide(lo, hi);
+    format_size(r0->n, sz, sizeof(sz));
+    fprintf(gp,
+            "set xlabel 'implementation (N = %s %s)'\n"
+            "set xrange [-0.6:%u.6]\nset xtics rotate by -30\n",
+            sz, wl->x_label, cfg->nim - 1);
+    value_axis(gp, &wl->metrics[r0->metric], lo, hi, 0);
+    if (!log)
+        fprintf(gp, "set boxwidth %g\nset style fill solid 0.7 border -1\n",
+                w * 0.9);
+    fprintf(gp, "plot ");
+    for (unsigned k = 0; k < nm; k++) {
+        char what[96];
+        double off = (k - (nm - 1) / 2.0) * w;
+
+        what_of(&wl->metrics[ms[k]], what, sizeof(what));
+        if (!log)
+            fprintf(gp,
+                    "%s'%s.dat' using ($0+%g):%u%s with boxes lc rgb '%s' "
+                    "title '%s', '' using ($0+%g):%u:%u:%u with yerrorbars "
+                    "lc rgb 'black' pt 0 ps 0 notitle",
+                    k ? ", " : "", base, off, 3 * k + 2, k ? "" : ":xtic(1)",
+                    colours[k % NCOLOURS], what, off, 3 * k + 2, 3 * k + 3,
+                    3 * k + 4);
+        else
+            fprintf(gp,
+                    "%s'%s.dat' using ($0+%g):%u:%u:%u%s with yerrorbars "
+                    "pt 7 ps 1.2 lc rgb '%s' title '%s'",
+                    k ? ", " : "", base, off, 3 * k + 2, 3 * k + 3, 3 * k + 4,
+                    k ? "" : ":xtic(1)", colours[k % NCOLOURS], what);
+    }
     fprintf(gp, "\n");
 }
 
@@ -89,7 +230,7 @@ static bool one_plot(const struct results *rs, const struct run_config *cfg,
                      const struct result *r0, const char *pdir,
                      const char *base)
 {
-    char path[600];
+    char path[600], title[256], what[128], sz[32];
     uint64_t sizes[32];
     size_t ns = results_sizes(rs, r0->wl->name, r0->name, sizes, 32);
     const struct wl_metric *m = &r0->wl->metrics[r0->metric];
@@ -106,19 +247,24 @@ static bool one_plot(const struct results *rs, const struct run_config *cfg,
             fclose(gp);
         return false;
     }
+    what_of(m, what, sizeof(what));
+    format_size(r0->n, sz, sizeof(sz));
+    snprintf(title, sizeof(title), "%s%s%s, %s, %s is better%s%s", what,
+             r0->wl->nvariants > 1 ? ", delays within " : "",
+             r0->wl->nvariants > 1 ? r0->wl->variants[r0->variant] : "",
+             axis_of(m), m->higher_better ? "higher" : "lower",
+             ns > 1 ? "" : ", N = ", ns > 1 ? "" : sz);
     fprintf(gp,
-            "set terminal pngcairo noenhanced size 720,440 "
+            "set terminal pngcairo noenhanced size 800,480 "
             "font 'DejaVu Sans,10'\nset output '%s.png'\n"
-            "set title '%s: %s (%s is better)'\nset ylabel '%s'\n"
-            "set xlabel '%s'\nset grid\nset key top left\n"
-            "set format y '%%g'\n"
-            "set datafile missing '?'\n",
-            base, r0->wl->name, r0->name, m->higher_better ? "higher" : "lower",
-            m->unit, ns > 1 ? r0->wl->x_label : "implementation");
+            "set title '%s' font ',12'\nset grid\n"
+            "set format y '%%g'\nset datafile missing '?'\n"
+            "set bars small\n",
+            base, title);
     if (ns > 1)
-        write_lines(dat, gp, rs, cfg, r0->name, r0->wl->name, base);
+        write_lines(dat, gp, rs, cfg, r0, base);
     else
-        write_bars(dat, gp, rs, cfg, r0, base);
+        write_one_size(dat, gp, rs, cfg, r0, base);
     fclose(dat);
     return fclose(gp) == 0;
 }

@@ -1,6 +1,8 @@
 /*
- * report.md: the machine, the method, the targets, then per workload what
- * it models, its tables (median, times the fastest, min-max) and its plot.
+ * report.md: the machine, this run's parameters (the method itself is in
+ * docs/benchmarks.md, which the report names), the targets, then per
+ * workload what it models, its tables (median, times the fastest, min-max),
+ * its plots and notes, and last the threaded service's results.
  */
 #include <stdio.h>
 #include <string.h>
@@ -19,11 +21,11 @@ static void machine_section(FILE *f, const struct machine *m)
             "| kernel | %s |\n| compiler | gcc %s |\n| flags | `%s` |\n"
             "| allocator | %s (twbench and libtimewheel) |\n"
             "| timewheel | %s |\n| libuv | %s (Debian) |\n"
-            "| libevent | %s (Debian) |\n| instructions counter | %s |\n"
-            "| date | %s |\n\n",
+            "| libevent | %s (Debian) |\n| libev | %s (Debian) |\n"
+            "| instructions counter | %s |\n| date | %s |\n\n",
             m->cpu, m->cores, m->mem_gib, m->kernel, m->compiler, m->cflags,
-            m->allocator, tw_version_string(), m->libuv, m->libevent, m->perf,
-            m->date);
+            m->allocator, tw_version_string(), m->libuv, m->libevent, m->libev,
+            m->perf, m->date);
 }
 
 static void method_section(FILE *f, const struct run_config *cfg)
@@ -33,45 +35,15 @@ static void method_section(FILE *f, const struct run_config *cfg)
     fprintf(
         f,
         "## Method\n\n"
+        "How the implementations are driven, what a cell shows and how the "
+        "budget works is written once, in the repository's "
+        "`docs/benchmarks.md` (sections \"The implementations\" and "
+        "\"Repetitions and budgets\"). This run:\n\n"
         "- Suite `%s` (%s), seed %llu, up to %u timed repetitions per cell, "
-        "after one untimed warm-up repetition when the previous size shows "
-        "that it costs less than a quarter of the cell's budget of %g s of "
-        "wall time.\n"
-        "- Every workload generates its operation sequence once, from the "
-        "seed, before any timing; every implementation replays exactly that "
-        "sequence through one table of operations (create, schedule, cancel, "
-        "rearm, advance, next deadline, destroy). Each callback only counts "
-        "itself. All implementations use a 1 ms tick, and every timer fires "
-        "at the first 1 ms boundary at or after its deadline; the number "
-        "fired is checked against the sequence, and a mismatch would be "
-        "written in the cell's note.\n"
-        "- Cells show the median over the repetitions, `(xR)` the ratio to "
-        "the fastest implementation at that size, and `[min-max]` the "
-        "spread. The machine is a shared virtual machine: a wide spread "
-        "means interference, and the minimum is then the better guide. Times "
-        "are wall-clock (CLOCK_MONOTONIC) around the timed "
-        "part only, except longdelay, which is the thread's CPU time.\n"
-        "- A cell whose one repetition, scaled linearly from the previous "
-        "size, would exceed the budget is not run, and its note says so; "
-        "otherwise the repetitions are cut to what fits (at least one). "
-        "Nothing is extrapolated into a value.\n"
-        "- libuv and libevent read CLOCK_MONOTONIC themselves. twbench "
-        "defines `clock_gettime()` itself, and while their code runs it "
-        "answers their monotonic clocks with the benchmark's virtual time; "
-        "their code is the unmodified Debian build. So they run the same "
-        "sequence on the same virtual clock as the others: schedule is "
-        "`uv_timer_start` / `event_add` with the deadline as a timeout from "
-        "the virtual now, cancel `uv_timer_stop` / `event_del`, re-arm the "
-        "same start/add on an active timer, advance `uv_run(UV_RUN_NOWAIT)` "
-        "/ `event_base_loop(EVLOOP_NONBLOCK)`. Consequences: each of their "
-        "advances makes one `epoll_wait` system call with a zero timeout "
-        "(about 0.2 us here, see longdelay), which is part of their figures "
-        "where a workload advances often, as it is part of a real loop's "
-        "cost; libevent no longer pays for reading the real clock in "
-        "`event_add`; neither can bound the callbacks of one run, and "
-        "libevent has no call telling its next timeout.\n"
-        "- The same compiler flags for twbench and libtimewheel (above); "
-        "libuv and libevent are Debian's builds (-O2).\n"
+        "a budget of %g s of wall time per cell.\n"
+        "- Cells: the median over the repetitions, `(xR)` the ratio to the "
+        "fastest implementation at that size, `[min-max]` the spread; "
+        "\"not run\" with the reason in the notes below the table.\n"
         "- Instructions per operation: %s%s%s.\n"
         "- Workload knobs: churn %llu pairs per repetition; rearm %llu "
         "messages per repetition at %llu per tick, idle timeout %.0f s; "
@@ -81,8 +53,7 @@ static void method_section(FILE *f, const struct run_config *cfg)
         cfg->suite->name, cfg->suite->about, (unsigned long long)p->seed,
         p->reps, p->budget_s,
         perfcount_ok() ? "reported as instructions_per_* metrics"
-                       : "not reported, because the counter is not "
-                         "available here (",
+                       : "not reported (",
         perfcount_why(), perfcount_ok() ? "" : ")",
         (unsigned long long)p->churn_pairs, (unsigned long long)p->rearm_msgs,
         (unsigned long long)p->rearm_per_tick, p->rearm_idle_ns / 1e9,
@@ -100,7 +71,7 @@ static void cell(FILE *f, const struct results *rs, const struct result *r)
         return;
     }
     if (!r->reps) {
-        fprintf(f, " (empty) |");
+        fprintf(f, " not run |");
         return;
     }
     format_value(r->median, v, sizeof(v));
@@ -188,6 +159,62 @@ static void workload_section(FILE *f, const struct results *rs,
     notes(f, rs, wl);
 }
 
+/* One CSV line as Markdown table cells: commas outside double quotes
+ * separate cells, quotes are dropped, a '|' is escaped. */
+static void csv_row_cells(FILE *f, const char *line)
+{
+    bool quoted = false;
+
+    for (const char *c = line; *c; c++) {
+        if (*c == '"')
+            quoted = !quoted;
+        else if (*c == ',' && !quoted)
+            fputs(" | ", f);
+        else if (*c == '|')
+            fputs("\\|", f);
+        else
+            fputc(*c, f);
+    }
+}
+
+/* The service's benchmark (bench/service/, run by make bench before
+ * twbench) writes dir/service.csv: its rows as one table, or why not. */
+static void service_section(FILE *f, const char *dir)
+{
+    char path[512], line[512];
+    FILE *in;
+    bool header = true;
+
+    snprintf(path, sizeof(path), "%s/service.csv", dir);
+    fprintf(f, "## The threaded service\n\n");
+    in = fopen(path, "r");
+    if (!in) {
+        fprintf(f, "Not measured in this run: there is no `service.csv` "
+                   "beside this report (`make bench` runs `svcbench` first and "
+                   "writes it; `make bench-service` alone does too).\n\n");
+        return;
+    }
+    fprintf(f, "From `service.csv` (`svcbench`, see `docs/service.md`):\n\n");
+    while (fgets(line, sizeof(line), in)) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (!line[0])
+            continue;
+        fprintf(f, "| ");
+        csv_row_cells(f, line);
+        fprintf(f, " |\n");
+        if (header) {
+            fprintf(f, "|");
+            for (const char *c = line; *c; c++)
+                if (*c == ',')
+                    fprintf(f, "---|");
+            fprintf(f, "---|\n");
+        }
+        header = false;
+    }
+    fclose(in);
+    fprintf(f, "\n");
+}
+
 bool output_report(const struct results *rs, const struct run_config *cfg,
                    const struct machine *m, const struct plots *pl,
                    const char *dir)
@@ -209,5 +236,6 @@ bool output_report(const struct results *rs, const struct run_config *cfg,
         fprintf(f, "Plots: %s.\n\n", pl->why_not);
     for (unsigned w = 0; w < cfg->nwl; w++)
         workload_section(f, rs, cfg, cfg->wl[w], pl);
+    service_section(f, dir);
     return fclose(f) == 0;
 }

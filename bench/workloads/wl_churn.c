@@ -89,8 +89,9 @@ static void churn_release(void *seq)
 }
 
 static const struct wl_metric metrics[] = {
-    {"ns_per_pair", "ns", false},
-    {"instructions_per_pair", WL_UNIT_INSTRUCTIONS, false},
+    {"ns_per_pair", "ns", false, "Cancel + reschedule, ns per pair"},
+    {"instructions_per_pair", WL_UNIT_INSTRUCTIONS, false,
+     "Cancel + reschedule, instructions per pair"},
 };
 
 const struct workload wl_churn = {

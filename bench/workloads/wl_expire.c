@@ -86,9 +86,10 @@ static void expire_release(void *seq)
 }
 
 static const struct wl_metric metrics[] = {
-    {"ns_per_timer", "ns", false},
-    {"ns_per_schedule", "ns", false},
-    {"instructions_per_timer", WL_UNIT_INSTRUCTIONS, false},
+    {"ns_per_timer", "ns", false, "Expiry until all fired, ns per timer"},
+    {"ns_per_schedule", "ns", false, "Scheduling the timers, ns per timer"},
+    {"instructions_per_timer", WL_UNIT_INSTRUCTIONS, false,
+     "Expiry until all fired, instructions per timer"},
 };
 
 const struct workload wl_expire = {

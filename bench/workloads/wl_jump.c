@@ -107,8 +107,8 @@ static void jump_release(void *seq)
 }
 
 static const struct wl_metric metrics[] = {
-    {"us_per_call", "us", false},
-    {"us_per_call_1h", "us", false},
+    {"us_per_call", "us", false, "One advance over 30 days, us per call"},
+    {"us_per_call_1h", "us", false, "One advance over 1 hour, us per call"},
 };
 
 const struct workload wl_jump = {

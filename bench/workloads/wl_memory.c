@@ -74,8 +74,9 @@ static void memory_release(void *seq)
 }
 
 static const struct wl_metric metrics[] = {
-    {"bytes_per_timer", "bytes", false},
-    {"node_bytes", "bytes", false},
+    {"bytes_per_timer", "bytes", false,
+     "Memory in use, bytes per pending timer"},
+    {"node_bytes", "bytes", false, "Timer node, bytes"},
 };
 
 const struct workload wl_memory = {

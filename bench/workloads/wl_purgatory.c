@@ -164,8 +164,9 @@ static void purgatory_release(void *seq)
 }
 
 static const struct wl_metric metrics[] = {
-    {"requests_per_s", "requests/s", true},
-    {"ns_per_request", "ns", false},
+    {"requests_per_s", "requests/s", true,
+     "Purgatory throughput, requests per second"},
+    {"ns_per_request", "ns", false, "Purgatory, ns per request"},
 };
 
 const struct workload wl_purgatory = {

@@ -130,8 +130,9 @@ static void rearm_release(void *seq)
 }
 
 static const struct wl_metric metrics[] = {
-    {"ns_per_rearm", "ns", false},
-    {"instructions_per_rearm", WL_UNIT_INSTRUCTIONS, false},
+    {"ns_per_rearm", "ns", false, "Re-arm on every message, ns per re-arm"},
+    {"instructions_per_rearm", WL_UNIT_INSTRUCTIONS, false,
+     "Re-arm on every message, instructions per re-arm"},
 };
 
 const struct workload wl_rearm = {

@@ -35,6 +35,9 @@ struct wl_metric {
     const char *name; /* "_<variant>" is appended when there are variants */
     const char *unit;
     bool higher_better;
+    /* For a person: "what, unit per what" ("Cancel + reschedule, ns per
+     * pair"); the plots' titles, and after its last comma their axis. */
+    const char *title;
 };
 
 /* Metrics in this unit exist only where the instruction counter works. */
