@@ -38,7 +38,7 @@ static void print_cell(const struct results *rs, const struct result *r)
     double ratio;
 
     if (!r || r->reps == 0) {
-        printf(" %*s", CELL_W, r ? "(empty)" : "");
+        printf(" %*s", CELL_W, r ? "not run" : "");
         return;
     }
     format_value(r->median, v, sizeof(v));
