@@ -51,6 +51,15 @@ static void what_of(const struct wl_metric *m, char *buf, size_t len)
     snprintf(buf, len, "%.*s", (int)(comma ? comma - t : (long)strlen(t)), t);
 }
 
+/* A size as a person writes it: 10^k, or the number. */
+static void plot_size(uint64_t n, char *buf, size_t len)
+{
+    format_size(n, buf, len);
+    if (buf[0] == '1' && buf[1] == 'e')
+        snprintf(buf, len, "10^%llu",
+                 (unsigned long long)strtoull(buf + 2, NULL, 10));
+}
+
 /* Whether the values of the given rows spread over more than 20x: then
  * the value axis is logarithmic. */
 static bool wide(double lo, double hi)
@@ -137,8 +146,8 @@ static void write_lines(FILE *dat, FILE *gp, const struct results *rs,
         fprintf(dat, "\n");
     }
     if (ns)
-        fprintf(gp, "set xrange [%g:%g]\n", (double)sizes[0] / 1.5,
-                (double)sizes[ns - 1] * 1.5);
+        fprintf(gp, "set xrange [%g:%g]\n", (double)sizes[0] / 2,
+                (double)sizes[ns - 1] * 2);
     fprintf(gp,
             "set logscale x\nset format x '10^%%T'\n"
             "set xlabel '%s (log scale)'\n",
@@ -193,10 +202,11 @@ static void write_one_size(FILE *dat, FILE *gp, const struct results *rs,
         fprintf(dat, "\n");
     }
     log = wide(lo, hi);
-    format_size(r0->n, sz, sizeof(sz));
+    plot_size(r0->n, sz, sizeof(sz));
     fprintf(gp,
             "set xlabel 'implementation (N = %s %s)'\n"
-            "set xrange [-0.6:%u.6]\nset xtics rotate by -30\n",
+            "set xrange [-0.6:%u.6]\nset xtics rotate by -30\n"
+            "set key below\n",
             sz, wl->x_label, cfg->nim - 1);
     value_axis(gp, &wl->metrics[r0->metric], lo, hi, 0);
     if (!log)
@@ -248,7 +258,7 @@ static bool one_plot(const struct results *rs, const struct run_config *cfg,
         return false;
     }
     what_of(m, what, sizeof(what));
-    format_size(r0->n, sz, sizeof(sz));
+    plot_size(r0->n, sz, sizeof(sz));
     snprintf(title, sizeof(title), "%s%s%s, %s, %s is better%s%s", what,
              r0->wl->nvariants > 1 ? ", delays within " : "",
              r0->wl->nvariants > 1 ? r0->wl->variants[r0->variant] : "",
