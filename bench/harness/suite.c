@@ -1,8 +1,9 @@
 /*
- * The three suites. The quick one must finish in about three minutes on a
- * 2-core machine with all six implementations, so its sizes stop at 10^6
- * and its per-cell budget cuts repetitions (never cells that fit) when an
- * implementation is slow; the full one goes to 10^7.
+ * The three suites. The quick one must finish in about two and a half
+ * minutes on a 2-core machine with all seven implementations, so its sizes
+ * stop at 10^6 and its per-cell budget (a bound: harness/stop.h) cuts
+ * repetitions, or the cell, when an implementation is slow; the full one
+ * goes to 10^7.
  */
 #include <string.h>
 
