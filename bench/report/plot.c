@@ -81,6 +81,8 @@ static void track(const struct result *r, double *lo, double *hi)
 static void value_axis(FILE *gp, const struct wl_metric *m, double lo,
                        double hi, double band)
 {
+    if (hi >= 1e5) /* 60M, not 6e+07 */
+        fprintf(gp, "set format y '%%.0s%%c'\n");
     if (!(hi > 0)) { /* nothing measured: an axis all the same */
         fprintf(gp, "set yrange [0:1]\nset ylabel '%s'\n", axis_of(m));
     } else if (wide(lo, hi)) {
@@ -222,7 +224,7 @@ static void write_one_size(FILE *dat, FILE *gp, const struct results *rs,
             fprintf(gp,
                     "%s'%s.dat' using ($0+%g):%u%s with boxes lc rgb '%s' "
                     "title '%s', '' using ($0+%g):%u:%u:%u with yerrorbars "
-                    "lc rgb 'black' pt 0 ps 0 notitle",
+                    "lc rgb 'black' pt 7 ps 0.3 notitle",
                     k ? ", " : "", base, off, 3 * k + 2, k ? "" : ":xtic(1)",
                     colours[k % NCOLOURS], what, off, 3 * k + 2, 3 * k + 3,
                     3 * k + 4);
