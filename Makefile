@@ -15,8 +15,10 @@
 #
 # The layers are rooms of lib/ (lib/README.md), each built into a library of
 # its own so that a user links only what the layer needs:
-#   core     libtimewheel           the allocator (jemalloc by default)
-#   service  libtimewheel-service   the core, threads, liburcu
+#   core       libtimewheel             the allocator (jemalloc by default)
+#   service    libtimewheel-service     the core, threads, liburcu
+#   loop       libtimewheel-loop        the core (event-loop helpers)
+#   purgatory  libtimewheel-purgatory   the core, the service, threads
 
 PREFIX ?= /usr/local
 ALLOC ?= jemalloc
@@ -42,15 +44,24 @@ CFLAGS_LIB := $(WARN) $(OPT) $(SANFLAGS) -fPIC -fvisibility=hidden
 # ---- the layers ------------------------------------------------------------
 # For each layer: its library's name, the layers below it that it links, and
 # the outside libraries it needs. Listed bottom-up.
-LAYERS := core service
+# A layer joins the build once its folder holds code.
+LAYERS := core service $(foreach l,loop purgatory,$(if $(wildcard lib/$(l)/*.c),$(l)))
 NAME_core := timewheel
 NEEDS_core :=
 EXT_core := $(ALLOCLIB)
 NAME_service := timewheel-service
 NEEDS_service := core
 EXT_service := -lurcu-common -lpthread
+NAME_loop := timewheel-loop
+NEEDS_loop := core
+EXT_loop :=
+NAME_purgatory := timewheel-purgatory
+NEEDS_purgatory := core service
+EXT_purgatory := -lpthread
 DESC_core := hierarchical and hashed timing wheels for C
 DESC_service := a thread-safe timer service over timewheel
+DESC_loop := helpers to drive timewheel from an event loop
+DESC_purgatory := delayed operations watched by keys, over timewheel
 
 LIB_HDR := $(wildcard lib/*/*.h) include/timewheel.h $(wildcard include/timewheel/*.h)
 

@@ -7,6 +7,7 @@
 
 #include "clock.h"
 #include "ops.h"
+#include "stop.h"
 #include "workload.h"
 
 /* Not on a second boundary, so that every layout demotes the burst on its
@@ -48,6 +49,8 @@ static void burst_whole(struct burst *b, const struct impl *im,
     uint64_t t1 = clock_now_ns();
 
     im->destroy(ctx);
+    if (stop_hit())
+        return;
     wl_check_fired(out, 0, fired, b->n);
     if (timed)
         wl_add(out, 0, (double)(t1 - t0) / (double)b->n);
@@ -73,6 +76,8 @@ static void burst_bounded(struct burst *b, const struct impl *im,
         fired += f;
     } while (f > 0 && fired < b->n);
     im->destroy(ctx);
+    if (stop_hit())
+        return;
     wl_check_fired(out, 1, fired, b->n);
     if (timed)
         wl_add(out, 1, (double)longest / 1e3);

@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "ops.h"
 #include "rng.h"
+#include "stop.h"
 #include "workload.h"
 
 #define HOUR_NS UINT64_C(3600000000000)
@@ -56,6 +57,8 @@ static uint64_t jump_once(struct jump *j, const struct ops *s, uint64_t to,
     uint64_t t1 = clock_now_ns();
 
     im->destroy(ctx);
+    if (stop_hit())
+        return 0;
     wl_check_fired(out, m, fired, j->n);
     return t1 - t0;
 }

@@ -6,6 +6,7 @@
 #include "memstat.h"
 #include "ops.h"
 #include "rng.h"
+#include "stop.h"
 #include "workload.h"
 
 #define MIN_DELAY_NS UINT64_C(1000000)       /* 1 ms */
@@ -51,6 +52,8 @@ static void memory_once(struct memory *m, const struct impl *im,
     ops_run(im, ctx, &m->ops, 0, m->n);
     memstat_allocated(&after);
     im->destroy(ctx);
+    if (stop_hit())
+        return;
     /* The node array is the benchmark's, standing for the embedder's own
      * objects: count its exact size, not jemalloc's size-class slack. */
     slack = memstat_usable(array) - array;

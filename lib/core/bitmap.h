@@ -41,15 +41,18 @@ static inline bool tw__bitmap_test(const struct tw__bitmap *b, uint32_t slot)
 }
 
 /* First set slot at or after from, or TW__BITMAP_NONE. from may be one past the
- * last slot (then the answer is TW__BITMAP_NONE). */
+ * last slot (then the answer is TW__BITMAP_NONE). A word is read only when its
+ * summary bit says it is not zero: when the slot count is a multiple of 64,
+ * the word "one past the last slot" would be past the end of the array. */
 static inline uint32_t tw__bitmap_next(const struct tw__bitmap *b, uint32_t from)
 {
     uint32_t wi = from >> 6;
-    uint64_t above;
+    uint64_t above, w = 0;
 
     if (wi >= 64)
         return TW__BITMAP_NONE;
-    uint64_t w = b->words[wi] & (~UINT64_C(0) << (from & 63));
+    if ((b->summary >> wi) & 1)
+        w = b->words[wi] & (~UINT64_C(0) << (from & 63));
     if (w)
         return (wi << 6) | (uint32_t)__builtin_ctzll(w);
     above = wi == 63 ? 0 : b->summary & (~UINT64_C(0) << (wi + 1));

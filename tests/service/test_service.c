@@ -224,21 +224,28 @@ Test(service, hier_worker_sleeps_when_idle)
 {
     struct tw_service *s = make(TW_HIER, 0, 0);
     atomic_int n = 0;
-    uint64_t before;
+    uint64_t before, t0, took_ms;
 
     sleep_ns(200 * MS);
     cr_assert_eq(stats_of(s).wakeups, 0, "woke with nothing pending");
+    t0 = now_ns();
     for (int i = 0; i < 1000; i++)
         cr_assert_eq(
             tw_service_schedule(s, HOUR + (uint64_t)i * MS, count_cb, &n, NULL),
             0);
+    took_ms = (now_ns() - t0) / MS;
     sleep_ns(50 * MS);
     before = stats_of(s).wakeups;
     sleep_ns(300 * MS);
     cr_assert_eq(stats_of(s).wakeups, before,
                  "woke while the next timer is an hour away");
-    cr_assert_leq(before, 3, "%llu wake-ups to admit 1000 timers",
-                  (unsigned long long)before);
+    /* The first push wakes the worker; while pushes keep coming it looks
+     * at the queue once per 1 ms tick, not once per timer. How many ticks
+     * the pushes span depends on the machine (TSan, load), so the bound is
+     * the span, not a constant: one wake-up per timer would break it. */
+    cr_assert_leq(before, 3 + took_ms + 1,
+                  "%llu wake-ups to admit 1000 timers pushed over %llu ms",
+                  (unsigned long long)before, (unsigned long long)took_ms);
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 
