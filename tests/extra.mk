@@ -26,20 +26,21 @@ FUZZ_DIR := $(BUILD)/fuzz
 FUZZ_BIN := $(FUZZ_DIR)/fuzz_wheel
 # The core only: the service needs threads and a clock, and has the soak.
 FUZZ_LIB := $(SRC_core)
-FUZZ_SRC := $(FUZZ_LIB) tests/fuzz/driver.c tests/fuzz/fuzz_wheel.c
+FUZZ_SRC := $(FUZZ_LIB) tests/model.c tests/fuzz/driver.c tests/fuzz/fuzz_wheel.c
 # The system allocator, so that AddressSanitizer sees every block the wheel
 # allocates (it cannot see inside jemalloc's mallocx).
 FUZZ_CFLAGS := $(WARN) -O2 -g -fsanitize=fuzzer,address,undefined \
                -fno-sanitize-recover=all -fno-omit-frame-pointer \
                -fsanitize-coverage-ignorelist=tests/fuzz/ignore.txt \
-               $(CPPFLAGS_LIB) -Ilib/core -DTW_ALLOC_LIBC -Itests/fuzz
+               $(CPPFLAGS_LIB) -Ilib/core -DTW_ALLOC_LIBC -Itests -Itests/fuzz
 DEPS_FUZZ := clang libclang-rt-dev
 
 fuzz:
 	@$(MAKE) --no-print-directory deps DEPS_EXTRA="$(DEPS_FUZZ)"
 	@$(MAKE) --no-print-directory fuzz-run
 
-$(FUZZ_BIN): $(FUZZ_SRC) tests/fuzz/driver.h tests/fuzz/ignore.txt $(LIB_HDR)
+$(FUZZ_BIN): $(FUZZ_SRC) tests/model.h tests/fuzz/driver.h tests/fuzz/ignore.txt \
+             $(LIB_HDR)
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) -o $@ $(FUZZ_SRC)
 

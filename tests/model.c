@@ -1,13 +1,7 @@
 /*
- * The reference model and random-operation harness (see model.h).
+ * The reference model's arithmetic (see model.h): 128-bit, from the
+ * contract, sharing nothing with lib/.
  */
-#include <criterion/criterion.h>
-#include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "model.h"
 
 __extension__ typedef unsigned __int128 u128;
@@ -32,381 +26,51 @@ uint64_t model_target(const struct tw_config *cfg, uint64_t now)
 uint64_t model_boundary(const struct tw_config *cfg, uint64_t tick)
 {
     u128 at = (u128)cfg->start_ns + (u128)tick * cfg->tick_ns;
+
     return at > UINT64_MAX ? UINT64_MAX : (uint64_t)at;
 }
 
-uint64_t test_seed(const char *test)
+/* Netty's rule: the slot count is rounded up to a power of two, and a whole
+ * revolution must fit a signed 64-bit count of ns. */
+static int hashed_valid(const struct tw_config *cfg, uint32_t slots)
 {
-    const char *env = getenv("TW_SEED");
-    uint64_t seed = env ? strtoull(env, NULL, 0) : UINT64_C(20261122);
+    u128 pow2 = 1;
 
-    fprintf(stderr, "%s: seed %" PRIu64 " (rerun with TW_SEED=%" PRIu64 ")\n",
-            test, seed, seed);
-    return seed;
+    while (pow2 < slots)
+        pow2 <<= 1;
+    return (u128)cfg->tick_ns * pow2 <= INT64_MAX;
 }
 
-uint64_t test_ops(uint64_t dflt)
+/* Each level's slot is width ticks wide, width the product of the slot
+ * counts below it; it must fit 64-bit ns. */
+static int hier_valid(const struct tw_config *cfg, const uint32_t *slots,
+                      unsigned levels)
 {
-    const char *env = getenv("TW_OPS");
-    return env ? strtoull(env, NULL, 0) : dflt;
-}
+    u128 width = 1;
+    int verdict = 1;
 
-/* splitmix64: small, fast, and good enough to drive a test. */
-static uint64_t rnd(struct harness *h)
-{
-    uint64_t z = (h->rng += UINT64_C(0x9E3779B97F4A7C15));
+    for (unsigned k = 0; k < levels; k++) {
+        u128 ns = width * cfg->tick_ns;
 
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
-}
-
-static uint64_t below(struct harness *h, uint64_t n)
-{
-    return n ? rnd(h) % n : 0;
-}
-
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-    return b > UINT64_MAX - a ? UINT64_MAX : a + b;
-}
-
-static uint64_t mul_sat(uint64_t a, uint64_t b)
-{
-    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
-}
-
-/* A deadline from every region that matters: the past, now, the next few
- * ticks, exact tick boundaries and one ns either side, each level's range,
- * the far future and the very end of time. */
-static uint64_t random_deadline(struct harness *h)
-{
-    uint64_t now = tw_now(h->w), tick = h->cfg.tick_ns;
-    uint64_t b;
-
-    switch (below(h, 12)) {
-    case 0:
-        return now - below(h, now < 5 * tick ? now + 1 : 5 * tick);
-    case 1:
-        return now;
-    case 2:
-    case 3:
-        return add_sat(now, below(h, 3 * tick));
-    case 4:
-        b = model_boundary(&h->cfg, model_target(&h->cfg, now) + below(h, 5));
-        return add_sat(b, below(h, 3)) - (b > 0 ? below(h, 2) : 0);
-    case 5:
-    case 6:
-        return add_sat(now, mul_sat(tick, below(h, 4000)));
-    case 7:
-        return add_sat(now, mul_sat(tick, below(h, 8000000)));
-    case 8:
-        return add_sat(now, mul_sat(tick, below(h, UINT64_C(1) << 36)));
-    case 9:
-        return rnd(h);
-    case 10:
-        return UINT64_MAX - below(h, 2 * tick);
-    default:
-        return add_sat(now, below(h, tick * 70));
+        if (width > UINT64_MAX || ns > UINT64_MAX)
+            return 0;
+        if (ns == UINT64_MAX)
+            verdict = -1;
+        width *= slots[k];
     }
+    return verdict;
 }
 
-static void model_schedule(struct harness *h, struct model_timer *mt,
-                           uint64_t deadline, bool rearm)
+int model_config_valid(const struct tw_config *cfg)
 {
-    int rc = rearm ? tw_rearm(h->w, &mt->t, deadline)
-                   : tw_schedule(h->w, &mt->t, deadline);
+    static const uint32_t clock[] = {1000, 60, 60, 24};
 
-    if (!rearm && mt->pending) {
-        cr_assert_eq(rc, -EBUSY, "%s: schedule of a pending timer: %d", h->name,
-                     rc);
-        return;
-    }
-    cr_assert_eq(rc, rearm ? (int)mt->pending : 0, "%s: %s returned %d",
-                 h->name, rearm ? "rearm" : "schedule", rc);
-    if (!mt->pending)
-        h->pending++;
-    mt->pending = true;
-    mt->deadline = deadline;
-    mt->due = model_due(&h->cfg, deadline);
-    mt->sched_call = h->advancing ? h->call : -1;
-}
-
-static void model_cancel(struct harness *h, struct model_timer *mt)
-{
-    int rc = tw_cancel(h->w, &mt->t);
-
-    cr_assert_eq(rc, mt->pending ? 1 : 0, "%s: cancel returned %d", h->name,
-                 rc);
-    if (mt->pending)
-        h->pending--;
-    mt->pending = false;
-}
-
-static struct model_timer *any_timer(struct harness *h)
-{
-    return &h->timers[below(h, h->ntimers)];
-}
-
-/* What a firing timer's callback does to the wheel, chosen at random. */
-static void callback_action(struct harness *h, struct model_timer *mt)
-{
-    struct model_timer *other = any_timer(h);
-
-    switch (below(h, 10)) {
-    case 0:
-    case 1:
-        model_schedule(h, mt, random_deadline(h), below(h, 2));
-        break;
-    case 2:
-        model_cancel(h, other);
-        break;
-    case 3:
-        model_schedule(h, other, random_deadline(h), true);
-        break;
-    case 4:
-        model_schedule(h, mt, tw_now(h->w), false);
-        break;
-    case 5:
-        cr_assert_eq(tw_advance(h->w, tw_now(h->w)), -EBUSY);
-        cr_assert_eq(tw_destroy(h->w), -EDEADLK);
-        break;
-    default:
-        break;
-    }
-}
-
-static void on_fire(struct tw_timer *t, void *arg)
-{
-    struct model_timer *mt = arg;
-    struct harness *h = mt->h;
-    uint64_t key = mt->due > h->prev_target ? mt->due : h->prev_target;
-
-    cr_assert(t == &mt->t && h->advancing, "%s: callback outside advance",
-              h->name);
-    cr_assert(mt->pending, "%s: timer %zu fired but was not pending", h->name,
-              mt->id);
-    cr_assert(!tw_timer_pending(t), "%s: timer pending in its callback",
-              h->name);
-    cr_assert(mt->sched_call != h->call,
-              "%s: timer %zu fired in the advance that scheduled it", h->name,
-              mt->id);
-    cr_assert(mt->due <= h->target,
-              "%s: timer %zu early: due tick %" PRIu64 ", reached %" PRIu64,
-              h->name, mt->id, mt->due, h->target);
-    cr_assert(key >= h->last_key,
-              "%s: timer %zu out of order: key %" PRIu64 " after %" PRIu64,
-              h->name, mt->id, key, h->last_key);
-    h->last_key = key;
-    mt->pending = false;
-    h->pending--;
-    h->fired++;
-    if (!h->quiet)
-        callback_action(h, mt);
-}
-
-void harness_init(struct harness *h, const char *name,
-                  const struct tw_config *cfg, size_t ntimers,
-                  uint64_t max_step)
-{
-    int err = 1;
-
-    memset(h, 0, sizeof(*h));
-    h->name = name;
-    h->cfg = *cfg;
-    h->max_tick = model_due(cfg, UINT64_MAX);
-    h->w = tw_create(cfg, &err);
-    cr_assert(h->w && err == 0, "%s: create failed: %d", name, err);
-    h->timers = calloc(ntimers, sizeof(*h->timers));
-    cr_assert(h->timers);
-    h->ntimers = ntimers;
-    for (size_t i = 0; i < ntimers; i++) {
-        h->timers[i].h = h;
-        h->timers[i].id = i;
-        h->timers[i].sched_call = -1;
-        tw_timer_init(&h->timers[i].t, on_fire, &h->timers[i]);
-    }
-    h->rng = test_seed(name);
-    h->max_step = max_step;
-    h->check_every = 1;
-    h->call = -1;
-}
-
-void harness_fini(struct harness *h)
-{
-    cr_assert_eq(tw_destroy(h->w), 0);
-    for (size_t i = 0; i < h->ntimers; i++)
-        cr_assert(!tw_timer_pending(&h->timers[i].t),
-                  "%s: timer still pending after destroy", h->name);
-    free(h->timers);
-}
-
-/* After a complete advance, only timers scheduled during it may be due. */
-static void check_none_left(struct harness *h)
-{
-    for (size_t i = 0; i < h->ntimers; i++) {
-        struct model_timer *mt = &h->timers[i];
-
-        cr_assert(!mt->pending || mt->due > h->target ||
-                      mt->sched_call == h->call,
-                  "%s: timer %zu late: due tick %" PRIu64 " <= %" PRIu64,
-                  h->name, mt->id, mt->due, h->target);
-    }
-}
-
-static void do_advance(struct harness *h, uint64_t now, uint64_t budget)
-{
-    uint64_t fired = h->fired;
-    int64_t ran;
-
-    h->call++;
-    h->prev_target = h->target;
-    h->target = model_target(&h->cfg, now);
-    h->last_key = 0;
-    h->advancing = true;
-    ran =
-        budget ? tw_advance_bounded(h->w, now, budget) : tw_advance(h->w, now);
-    h->advancing = false;
-    cr_assert_eq((uint64_t)ran, h->fired - fired,
-                 "%s: advance ran %" PRId64 ", callbacks counted %" PRIu64,
-                 h->name, ran, h->fired - fired);
-    if (!budget || (uint64_t)ran < budget)
-        check_none_left(h);
-}
-
-static uint64_t random_step(struct harness *h)
-{
-    uint64_t tick = h->cfg.tick_ns, now = tw_now(h->w);
-
-    switch (below(h, 20)) {
-    case 0:
+    if (cfg->tick_ns == 0)
         return 0;
-    case 1:
-        /* Days in one call, while the clock has room for it. */
-        if (now < UINT64_MAX / 4)
-            return mul_sat(tick, below(h, h->max_step));
-        return tick;
-    case 2:
-    case 3:
-        return mul_sat(tick, below(h, h->max_step / 1000 + 2));
-    default:
-        return mul_sat(tick, below(h, 4)) + below(h, tick);
-    }
-}
-
-static void check_next_deadline(struct harness *h)
-{
-    uint64_t nd = tw_next_deadline(h->w), now = tw_now(h->w);
-    uint64_t first = UINT64_MAX, bound;
-
-    if (h->pending == 0) {
-        cr_assert_eq(nd, UINT64_MAX, "%s: next deadline with none pending",
-                     h->name);
-        return;
-    }
-    for (size_t i = 0; i < h->ntimers; i++)
-        if (h->timers[i].pending && h->timers[i].due < first)
-            first = h->timers[i].due;
-    bound = model_boundary(&h->cfg, first);
-    bound = bound < now ? now : bound;
-    cr_assert(nd >= now && nd <= bound,
-              "%s: next deadline %" PRIu64 " outside [%" PRIu64 ", %" PRIu64
-              "]",
-              h->name, nd, now, bound);
-}
-
-static int count_visit(struct tw_timer *t, void *ctx)
-{
-    struct model_timer *mt = t->arg;
-    size_t *n = ctx;
-
-    cr_assert(mt->pending, "visit reported a timer that is not pending");
-    cr_assert_eq(tw_cancel(mt->h->w, t), -EBUSY);
-    ++*n;
-    return 0;
-}
-
-static void check_all(struct harness *h)
-{
-    struct model_timer *mt = any_timer(h);
-
-    cr_assert_eq(tw_pending(h->w), h->pending, "%s: pending %zu, model %zu",
-                 h->name, tw_pending(h->w), h->pending);
-    cr_assert_eq(tw_timer_pending(&mt->t), mt->pending);
-    if (mt->pending)
-        cr_assert_eq(tw_timer_deadline(&mt->t), mt->deadline);
-    if (h->ops % h->check_every == 0) {
-        int rc = tw_check(h->w, h->why, sizeof(h->why));
-
-        cr_assert_eq(rc, 0, "%s: after op %" PRIu64 ": %s", h->name, h->ops,
-                     h->why);
-    }
-    check_next_deadline(h);
-}
-
-static void random_op(struct harness *h)
-{
-    struct model_timer *mt = any_timer(h);
-    uint64_t now = tw_now(h->w);
-    size_t n = 0;
-
-    switch (below(h, 16)) {
-    case 0:
-    case 1:
-    case 2:
-    case 3:
-        model_schedule(h, mt, random_deadline(h), false);
-        break;
-    case 4:
-    case 5:
-    case 6:
-        model_schedule(h, mt, random_deadline(h), true);
-        break;
-    case 7:
-    case 8:
-        model_cancel(h, mt);
-        break;
-    case 9:
-        do_advance(h, add_sat(now, random_step(h)), 1 + below(h, 4));
-        break;
-    case 10:
-        if (now > h->cfg.start_ns) {
-            cr_assert_eq(
-                tw_advance(h->w, now - 1 - below(h, now - h->cfg.start_ns)),
-                -ERANGE);
-            cr_assert_eq(tw_now(h->w), now);
-        }
-        break;
-    case 11:
-        cr_assert_eq(tw_visit(h->w, count_visit, &n), 0);
-        cr_assert_eq(n, h->pending);
-        break;
-    default:
-        do_advance(h, add_sat(now, random_step(h)), 0);
-        break;
-    }
-}
-
-void harness_run(struct harness *h, uint64_t ops)
-{
-    for (uint64_t i = 0; i < ops; i++) {
-        h->ops++;
-        random_op(h);
-        check_all(h);
-    }
-    if (h->cfg.mode == TW_HIER) {
-        /* Run everything to the end of time: nothing may be lost. With
-         * callbacks quiet, the second call runs what the first deferred. */
-        h->quiet = true;
-        do_advance(h, UINT64_MAX, 0);
-        do_advance(h, UINT64_MAX, 0);
-    } else {
-        /* The hashed wheel steps through every tick, so the end of time is
-         * out of reach: every timer still pending must cancel. */
-        for (size_t i = 0; i < h->ntimers; i++)
-            model_cancel(h, &h->timers[i]);
-    }
-    cr_assert_eq(h->pending, 0, "%s: %zu timers never fired", h->name,
-                 h->pending);
-    cr_assert_eq(tw_pending(h->w), 0);
+    if (cfg->mode == TW_HASHED)
+        return hashed_valid(cfg, cfg->slots ? cfg->slots[0]
+                                            : TW_DEFAULT_HASHED_SLOTS);
+    if (!cfg->slots)
+        return hier_valid(cfg, clock, 4);
+    return hier_valid(cfg, cfg->slots, cfg->levels);
 }

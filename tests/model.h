@@ -1,70 +1,51 @@
 /*
- * A reference model of the wheel's contract, and a harness that drives a real
- * wheel and the model through the same random operations and compares them
- * after every step. Used by the differential tests of both designs.
+ * The reference model of the wheel's contract, shared by the differential
+ * tests (tests/core/test_differential.c) and the fuzz driver
+ * (tests/fuzz/driver.c), so that both check the library against the same
+ * independent arithmetic.
  *
- * The model knows nothing of slots: for each timer it keeps whether it is
- * pending, its deadline and due tick (computed independently, in 128-bit
- * arithmetic), and the advance call it was scheduled in. Every callback
- * checks that its timer was pending, that it is not early, and that it runs
- * in order; after each complete advance nothing due may be left behind.
+ * The model knows nothing of slots or levels: it is written from the
+ * contract in include/timewheel/core.h, in 128-bit arithmetic, and shares
+ * no code with lib/. It answers when a deadline is due (its tick), which
+ * tick an advance to a time reaches, where a tick begins, and whether
+ * tw_create() must accept a configuration. It needs no test framework, so
+ * the libFuzzer build links it as it is.
  */
 #ifndef TW_TEST_MODEL_H
 #define TW_TEST_MODEL_H
 
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
-#include "timewheel.h"
+#include "timewheel/core.h"
 
-struct model_timer {
-    struct tw_timer t;
-    struct harness *h;
-    size_t id;
-    bool pending;
-    uint64_t deadline;
-    uint64_t due;
-    long sched_call; /* advance call that scheduled it, -1 if none */
-};
+/* a + b and a * b, saturating at UINT64_MAX: the tests' only copies. */
+static inline uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return b > UINT64_MAX - a ? UINT64_MAX : a + b;
+}
 
-struct harness {
-    const char *name;
-    struct tw_wheel *w;
-    struct tw_config cfg;
-    uint64_t max_tick;
-    struct model_timer *timers;
-    size_t ntimers;
-    size_t pending;
-    uint64_t rng;
-    long call; /* index of the advance running or last run */
-    bool advancing;
-    bool quiet;      /* callbacks do nothing (final drain) */
-    uint64_t target; /* due tick reached by the running advance */
-    uint64_t prev_target;
-    uint64_t last_key; /* order key of the last timer fired in this call */
-    uint64_t max_step; /* largest advance step, in ticks */
-    uint64_t fired, ops, check_every;
-    char why[256];
-};
+static inline uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
 
-/* Wheel and model with `ntimers` timers; cfg describes the wheel. */
-void harness_init(struct harness *h, const char *name,
-                  const struct tw_config *cfg, size_t ntimers,
-                  uint64_t max_step);
-void harness_fini(struct harness *h);
-/* `ops` random operations, checking everything after each. */
-void harness_run(struct harness *h, uint64_t ops);
-
-/* The seed for this run: TW_SEED from the environment, or a fixed one;
- * printed so that a failure can be replayed. */
-uint64_t test_seed(const char *test);
-/* Number of random operations per differential test: TW_OPS or `dflt`. */
-uint64_t test_ops(uint64_t dflt);
-
-/* Independent arithmetic of the contract (128-bit, no saturation tricks). */
+/* The due tick of deadline: the first tick boundary at or after it,
+ * counted from the start (0 for a deadline at or before the start). */
 uint64_t model_due(const struct tw_config *cfg, uint64_t deadline);
+/* The tick an advance to now reaches; UINT64_MAX reaches every due tick. */
 uint64_t model_target(const struct tw_config *cfg, uint64_t now);
+/* The time tick begins at, saturating at UINT64_MAX. */
 uint64_t model_boundary(const struct tw_config *cfg, uint64_t tick);
+
+/*
+ * Whether tw_create() must accept (1), must refuse (0) or may do either
+ * (-1) cfg: a zero tick, a hierarchical level whose slots are wider than
+ * 64-bit ns, a hashed tick x slots (rounded up to a power of two) beyond
+ * INT64_MAX are refused. A slot width of exactly UINT64_MAX ns is at the
+ * edge and may go either way. The slot counts themselves (2..4096 a
+ * hierarchical level, 1..2^30 hashed, one hashed level) are the caller's to
+ * keep in range: this answers for the arithmetic only.
+ */
+int model_config_valid(const struct tw_config *cfg);
 
 #endif /* TW_TEST_MODEL_H */

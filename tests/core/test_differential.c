@@ -1,86 +1,487 @@
 /*
- * Randomised differential tests: the wheel against the reference model in
- * tests/model.c, for both designs and several layouts. Together they run
- * at least 10^6 random operations per `make test` (TW_OPS changes the count
- * per test, TW_SEED the seed).
+ * Randomised differential tests: the wheel against the reference model
+ * (tests/model.c), for both designs and several layouts. A harness drives a
+ * real wheel and the model through the same random operations and compares
+ * them after every step. Together the tests run at least 10^6 random
+ * operations per `make test` (TW_OPS changes the count per test, TW_SEED
+ * the seed, which each test prints).
+ *
+ * For each timer the harness keeps whether it is pending, its deadline and
+ * due tick (from the model) and the advance call it was scheduled in. Every
+ * callback checks that its timer was pending, that it is not early, and
+ * that it runs in order; after each complete advance nothing due may be left
+ * behind; tw_check() and tw_next_deadline() are checked after every step.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "model.h"
 
 #define OPS 180000
+/* Timers per harness: enough to meet each other in slots and callbacks. */
+#define NTIMERS 256
 
-static void run(const char *name, struct tw_config *cfg, uint64_t max_step)
+struct model_timer {
+    struct tw_timer t;
+    struct harness *h;
+    size_t id;
+    bool pending;
+    uint64_t deadline;
+    uint64_t due;
+    long sched_call; /* advance call that scheduled it, -1 if none */
+};
+
+struct harness {
+    const char *name;
+    struct tw_wheel *w;
+    struct tw_config cfg;
+    struct model_timer *timers;
+    size_t ntimers;
+    size_t pending;
+    uint64_t rng;
+    long call; /* index of the advance running or last run */
+    bool advancing;
+    bool quiet;      /* callbacks do nothing (final drain) */
+    uint64_t target; /* due tick reached by the running advance */
+    uint64_t prev_target;
+    uint64_t last_key; /* order key of the last timer fired in this call */
+    uint64_t max_step; /* largest advance step, in ticks */
+    uint64_t fired, ops;
+    char why[256];
+};
+
+/* The seed for this run: TW_SEED from the environment, or a fixed one;
+ * printed so that a failure can be replayed. */
+static uint64_t test_seed(const char *test)
 {
+    const char *env = getenv("TW_SEED");
+    uint64_t seed = env ? strtoull(env, NULL, 0) : UINT64_C(20261122);
+
+    fprintf(stderr, "%s: seed %" PRIu64 " (rerun with TW_SEED=%" PRIu64 ")\n",
+            test, seed, seed);
+    return seed;
+}
+
+/* Number of random operations per test: TW_OPS or `dflt`. */
+static uint64_t test_ops(uint64_t dflt)
+{
+    const char *env = getenv("TW_OPS");
+    return env ? strtoull(env, NULL, 0) : dflt;
+}
+
+/* splitmix64: small, fast, and good enough to drive a test. */
+static uint64_t rnd(struct harness *h)
+{
+    uint64_t z = (h->rng += UINT64_C(0x9E3779B97F4A7C15));
+
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+static uint64_t below(struct harness *h, uint64_t n)
+{
+    return n ? rnd(h) % n : 0;
+}
+
+/* A deadline from every region that matters: the past, now, the next few
+ * ticks, exact tick boundaries and one ns either side, each level's range,
+ * the far future and the very end of time. */
+static uint64_t random_deadline(struct harness *h)
+{
+    uint64_t now = tw_now(h->w), tick = h->cfg.tick_ns;
+    uint64_t b;
+
+    switch (below(h, 12)) {
+    case 0:
+        return now - below(h, now < 5 * tick ? now + 1 : 5 * tick);
+    case 1:
+        return now;
+    case 2:
+    case 3:
+        return sat_add(now, below(h, 3 * tick));
+    case 4:
+        b = model_boundary(&h->cfg, model_target(&h->cfg, now) + below(h, 5));
+        return sat_add(b, below(h, 3)) - (b > 0 ? below(h, 2) : 0);
+    case 5:
+    case 6:
+        return sat_add(now, sat_mul(tick, below(h, 4000)));
+    case 7:
+        return sat_add(now, sat_mul(tick, below(h, 8000000)));
+    case 8:
+        return sat_add(now, sat_mul(tick, below(h, UINT64_C(1) << 36)));
+    case 9:
+        return rnd(h);
+    case 10:
+        return UINT64_MAX - below(h, 2 * tick);
+    default:
+        return sat_add(now, below(h, tick * 70));
+    }
+}
+
+static void model_schedule(struct harness *h, struct model_timer *mt,
+                           uint64_t deadline, bool rearm)
+{
+    int rc = rearm ? tw_rearm(h->w, &mt->t, deadline)
+                   : tw_schedule(h->w, &mt->t, deadline);
+
+    if (!rearm && mt->pending) {
+        cr_assert_eq(rc, -EBUSY, "%s: schedule of a pending timer: %d", h->name,
+                     rc);
+        return;
+    }
+    cr_assert_eq(rc, rearm ? (int)mt->pending : 0, "%s: %s returned %d",
+                 h->name, rearm ? "rearm" : "schedule", rc);
+    if (!mt->pending)
+        h->pending++;
+    mt->pending = true;
+    mt->deadline = deadline;
+    mt->due = model_due(&h->cfg, deadline);
+    mt->sched_call = h->advancing ? h->call : -1;
+}
+
+static void model_cancel(struct harness *h, struct model_timer *mt)
+{
+    int rc = tw_cancel(h->w, &mt->t);
+
+    cr_assert_eq(rc, mt->pending ? 1 : 0, "%s: cancel returned %d", h->name,
+                 rc);
+    if (mt->pending)
+        h->pending--;
+    mt->pending = false;
+}
+
+static struct model_timer *any_timer(struct harness *h)
+{
+    return &h->timers[below(h, h->ntimers)];
+}
+
+/* What a firing timer's callback does to the wheel, chosen at random. */
+static void callback_action(struct harness *h, struct model_timer *mt)
+{
+    struct model_timer *other = any_timer(h);
+
+    switch (below(h, 10)) {
+    case 0:
+    case 1:
+        model_schedule(h, mt, random_deadline(h), below(h, 2));
+        break;
+    case 2:
+        model_cancel(h, other);
+        break;
+    case 3:
+        model_schedule(h, other, random_deadline(h), true);
+        break;
+    case 4:
+        model_schedule(h, mt, tw_now(h->w), false);
+        break;
+    case 5:
+        cr_assert_eq(tw_advance(h->w, tw_now(h->w)), -EBUSY);
+        cr_assert_eq(tw_destroy(h->w), -EDEADLK);
+        break;
+    default:
+        break;
+    }
+}
+
+static void on_fire(struct tw_timer *t, void *arg)
+{
+    struct model_timer *mt = arg;
+    struct harness *h = mt->h;
+    uint64_t key = mt->due > h->prev_target ? mt->due : h->prev_target;
+
+    cr_assert(t == &mt->t && h->advancing, "%s: callback outside advance",
+              h->name);
+    cr_assert(mt->pending, "%s: timer %zu fired but was not pending", h->name,
+              mt->id);
+    cr_assert(!tw_timer_pending(t), "%s: timer pending in its callback",
+              h->name);
+    cr_assert(mt->sched_call != h->call,
+              "%s: timer %zu fired in the advance that scheduled it", h->name,
+              mt->id);
+    cr_assert(mt->due <= h->target,
+              "%s: timer %zu early: due tick %" PRIu64 ", reached %" PRIu64,
+              h->name, mt->id, mt->due, h->target);
+    cr_assert(key >= h->last_key,
+              "%s: timer %zu out of order: key %" PRIu64 " after %" PRIu64,
+              h->name, mt->id, key, h->last_key);
+    h->last_key = key;
+    mt->pending = false;
+    h->pending--;
+    h->fired++;
+    if (!h->quiet)
+        callback_action(h, mt);
+}
+
+static void harness_init(struct harness *h, const char *name,
+                         const struct tw_config *cfg, size_t ntimers,
+                         uint64_t max_step)
+{
+    int err = 1;
+
+    memset(h, 0, sizeof(*h));
+    h->name = name;
+    h->cfg = *cfg;
+    h->w = tw_create(cfg, &err);
+    cr_assert(h->w && err == 0, "%s: create failed: %d", name, err);
+    h->timers = calloc(ntimers, sizeof(*h->timers));
+    cr_assert(h->timers);
+    h->ntimers = ntimers;
+    for (size_t i = 0; i < ntimers; i++) {
+        h->timers[i].h = h;
+        h->timers[i].id = i;
+        h->timers[i].sched_call = -1;
+        tw_timer_init(&h->timers[i].t, on_fire, &h->timers[i]);
+    }
+    h->rng = test_seed(name);
+    h->max_step = max_step;
+    h->call = -1;
+}
+
+static void harness_fini(struct harness *h)
+{
+    cr_assert_eq(tw_destroy(h->w), 0);
+    for (size_t i = 0; i < h->ntimers; i++)
+        cr_assert(!tw_timer_pending(&h->timers[i].t),
+                  "%s: timer still pending after destroy", h->name);
+    free(h->timers);
+}
+
+/* After a complete advance, only timers scheduled during it may be due. */
+static void check_none_left(struct harness *h)
+{
+    for (size_t i = 0; i < h->ntimers; i++) {
+        struct model_timer *mt = &h->timers[i];
+
+        cr_assert(!mt->pending || mt->due > h->target ||
+                      mt->sched_call == h->call,
+                  "%s: timer %zu late: due tick %" PRIu64 " <= %" PRIu64,
+                  h->name, mt->id, mt->due, h->target);
+    }
+}
+
+static void do_advance(struct harness *h, uint64_t now, uint64_t budget)
+{
+    uint64_t fired = h->fired;
+    int64_t ran;
+
+    h->call++;
+    h->prev_target = h->target;
+    h->target = model_target(&h->cfg, now);
+    h->last_key = 0;
+    h->advancing = true;
+    ran =
+        budget ? tw_advance_bounded(h->w, now, budget) : tw_advance(h->w, now);
+    h->advancing = false;
+    cr_assert_eq((uint64_t)ran, h->fired - fired,
+                 "%s: advance ran %" PRId64 ", callbacks counted %" PRIu64,
+                 h->name, ran, h->fired - fired);
+    if (!budget || (uint64_t)ran < budget)
+        check_none_left(h);
+}
+
+static uint64_t random_step(struct harness *h)
+{
+    uint64_t tick = h->cfg.tick_ns, now = tw_now(h->w);
+
+    switch (below(h, 20)) {
+    case 0:
+        return 0;
+    case 1:
+        /* Days in one call, while the clock has room for it. */
+        if (now < UINT64_MAX / 4)
+            return sat_mul(tick, below(h, h->max_step));
+        return tick;
+    case 2:
+    case 3:
+        return sat_mul(tick, below(h, h->max_step / 1000 + 2));
+    default:
+        return sat_mul(tick, below(h, 4)) + below(h, tick);
+    }
+}
+
+static void check_next_deadline(struct harness *h)
+{
+    uint64_t nd = tw_next_deadline(h->w), now = tw_now(h->w);
+    uint64_t first = UINT64_MAX, bound;
+
+    if (h->pending == 0) {
+        cr_assert_eq(nd, UINT64_MAX, "%s: next deadline with none pending",
+                     h->name);
+        return;
+    }
+    for (size_t i = 0; i < h->ntimers; i++)
+        if (h->timers[i].pending && h->timers[i].due < first)
+            first = h->timers[i].due;
+    bound = model_boundary(&h->cfg, first);
+    bound = bound < now ? now : bound;
+    cr_assert(nd >= now && nd <= bound,
+              "%s: next deadline %" PRIu64 " outside [%" PRIu64 ", %" PRIu64
+              "]",
+              h->name, nd, now, bound);
+}
+
+static int count_visit(struct tw_timer *t, void *ctx)
+{
+    struct model_timer *mt = t->arg;
+    size_t *n = ctx;
+
+    cr_assert(mt->pending, "visit reported a timer that is not pending");
+    cr_assert_eq(tw_cancel(mt->h->w, t), -EBUSY);
+    ++*n;
+    return 0;
+}
+
+static void check_all(struct harness *h)
+{
+    struct model_timer *mt = any_timer(h);
+
+    cr_assert_eq(tw_pending(h->w), h->pending, "%s: pending %zu, model %zu",
+                 h->name, tw_pending(h->w), h->pending);
+    cr_assert_eq(tw_timer_pending(&mt->t), mt->pending);
+    if (mt->pending)
+        cr_assert_eq(tw_timer_deadline(&mt->t), mt->deadline);
+    cr_assert_eq(tw_check(h->w, h->why, sizeof(h->why)), 0,
+                 "%s: after op %" PRIu64 ": %s", h->name, h->ops, h->why);
+    check_next_deadline(h);
+}
+
+static void random_op(struct harness *h)
+{
+    struct model_timer *mt = any_timer(h);
+    uint64_t now = tw_now(h->w);
+    size_t n = 0;
+
+    switch (below(h, 16)) {
+    case 0:
+    case 1:
+    case 2:
+    case 3:
+        model_schedule(h, mt, random_deadline(h), false);
+        break;
+    case 4:
+    case 5:
+    case 6:
+        model_schedule(h, mt, random_deadline(h), true);
+        break;
+    case 7:
+    case 8:
+        model_cancel(h, mt);
+        break;
+    case 9:
+        do_advance(h, sat_add(now, random_step(h)), 1 + below(h, 4));
+        break;
+    case 10:
+        if (now > h->cfg.start_ns) {
+            cr_assert_eq(
+                tw_advance(h->w, now - 1 - below(h, now - h->cfg.start_ns)),
+                -ERANGE);
+            cr_assert_eq(tw_now(h->w), now);
+        }
+        break;
+    case 11:
+        cr_assert_eq(tw_visit(h->w, count_visit, &n), 0);
+        cr_assert_eq(n, h->pending);
+        break;
+    default:
+        do_advance(h, sat_add(now, random_step(h)), 0);
+        break;
+    }
+}
+
+static void harness_run(struct harness *h, uint64_t ops)
+{
+    for (uint64_t i = 0; i < ops; i++) {
+        h->ops++;
+        random_op(h);
+        check_all(h);
+    }
+    if (h->cfg.mode == TW_HIER) {
+        /* Run everything to the end of time: nothing may be lost. With
+         * callbacks quiet, the second call runs what the first deferred. */
+        h->quiet = true;
+        do_advance(h, UINT64_MAX, 0);
+        do_advance(h, UINT64_MAX, 0);
+    } else {
+        /* The hashed wheel steps through every tick, so the end of time is
+         * out of reach: every timer still pending must cancel. */
+        for (size_t i = 0; i < h->ntimers; i++)
+            model_cancel(h, &h->timers[i]);
+    }
+    cr_assert_eq(h->pending, 0, "%s: %zu timers never fired", h->name,
+                 h->pending);
+    cr_assert_eq(tw_pending(h->w), 0);
+}
+
+/* ---- the layouts ---------------------------------------------------------- */
+
+/* A wheel of mode with the given layout (slots NULL: the mode's default),
+ * tick and start, through `OPS` random operations whose advances go at most
+ * max_step ticks. */
+static void run(const char *name, enum tw_mode mode, const uint32_t *slots,
+                unsigned levels, uint64_t tick_ns, uint64_t start_ns,
+                uint64_t max_step)
+{
+    struct tw_config cfg;
     struct harness h;
 
-    harness_init(&h, name, cfg, 256, max_step);
+    tw_config_init(&cfg, mode);
+    if (slots) {
+        cfg.slots = slots;
+        cfg.levels = levels;
+    }
+    cfg.tick_ns = tick_ns;
+    cfg.start_ns = start_ns;
+    harness_init(&h, name, &cfg, NTIMERS, max_step);
     harness_run(&h, test_ops(OPS));
     harness_fini(&h);
 }
 
+#define DAYS_40_MS (UINT64_C(40) * 24 * 3600 * 1000)
+
 Test(differential, hier_clock_layout)
 {
-    struct tw_config cfg;
-
-    tw_config_init(&cfg, TW_HIER);
-    cfg.start_ns = 123456789;
-    run("hier clock layout", &cfg, UINT64_C(40) * 24 * 3600 * 1000);
+    run("hier clock layout", TW_HIER, NULL, 0, TW_DEFAULT_TICK_NS, 123456789,
+        DAYS_40_MS);
 }
 
 Test(differential, hier_pow2_layout)
 {
     static const uint32_t pow2[] = {64, 64, 64, 64};
-    struct tw_config cfg;
 
-    tw_config_init(&cfg, TW_HIER);
-    cfg.slots = pow2;
-    cfg.levels = 4;
-    run("hier 64-slot layout", &cfg, UINT64_C(40) * 24 * 3600 * 1000);
+    run("hier 64-slot layout", TW_HIER, pow2, 4, TW_DEFAULT_TICK_NS, 0,
+        DAYS_40_MS);
 }
 
 Test(differential, hier_tiny_layout)
 {
     static const uint32_t tiny[] = {4, 4, 4, 4};
-    struct tw_config cfg;
 
-    tw_config_init(&cfg, TW_HIER);
-    cfg.slots = tiny;
-    cfg.levels = 4;
-    cfg.tick_ns = 1000;
-    run("hier 4x4 layout", &cfg, UINT64_C(1) << 40);
+    run("hier 4x4 layout", TW_HIER, tiny, 4, 1000, 0, UINT64_C(1) << 40);
 }
 
 Test(differential, hier_odd_layout_ns_tick)
 {
     static const uint32_t odd[] = {3, 7, 2, 5, 11};
-    struct tw_config cfg;
 
-    tw_config_init(&cfg, TW_HIER);
-    cfg.slots = odd;
-    cfg.levels = 5;
-    cfg.tick_ns = 1;
-    cfg.start_ns = UINT64_C(1) << 40;
-    run("hier odd layout, 1 ns tick", &cfg, UINT64_C(1) << 50);
+    run("hier odd layout, 1 ns tick", TW_HIER, odd, 5, 1, UINT64_C(1) << 40,
+        UINT64_C(1) << 50);
 }
 
 Test(differential, hashed_netty_defaults)
 {
-    struct tw_config cfg;
-
-    tw_config_init(&cfg, TW_HASHED);
-    cfg.start_ns = 987654321;
-    run("hashed 512 slots", &cfg, 20000);
+    run("hashed 512 slots", TW_HASHED, NULL, 0, TW_DEFAULT_TICK_NS, 987654321,
+        20000);
 }
 
 Test(differential, hashed_small_wheel)
 {
     static const uint32_t eight[] = {5}; /* rounded up to 8 */
-    struct tw_config cfg;
 
-    tw_config_init(&cfg, TW_HASHED);
-    cfg.slots = eight;
-    cfg.levels = 1;
-    cfg.tick_ns = 7;
-    run("hashed 8 slots", &cfg, 2000);
+    run("hashed 8 slots", TW_HASHED, eight, 1, 7, 0, 2000);
 }

@@ -40,9 +40,8 @@
 #include <string.h>
 
 #include "driver.h"
+#include "model.h"
 #include "timewheel.h"
-
-__extension__ typedef unsigned __int128 u128;
 
 /* Few timers, so that operations keep meeting the same ones. */
 #define NTIMERS 24
@@ -157,50 +156,12 @@ static struct ftimer *timer_of(struct fuzz *f, uint8_t b)
     return &f->timers[b % NTIMERS];
 }
 
-/* ---- the model's arithmetic (from the contract, in 128 bits) ------------ */
-
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-    return b > UINT64_MAX - a ? UINT64_MAX : a + b;
-}
-
-static uint64_t mul_sat(uint64_t a, uint64_t b)
-{
-    u128 p = (u128)a * b;
-
-    return p > UINT64_MAX ? UINT64_MAX : (uint64_t)p;
-}
+/* ---- where deadlines and advances go -------------------------------------- */
 
 /* n folded into [0, bound]. */
 static uint64_t upto(uint64_t n, uint64_t bound)
 {
     return bound == UINT64_MAX ? n : n % (bound + 1);
-}
-
-/* The first tick boundary at or after the deadline, counted from start. */
-static uint64_t due_of(const struct tw_config *cfg, uint64_t deadline)
-{
-    if (deadline <= cfg->start_ns)
-        return 0;
-    u128 span = (u128)deadline - cfg->start_ns;
-    return (uint64_t)((span + cfg->tick_ns - 1) / cfg->tick_ns);
-}
-
-/* The tick an advance to now reaches; UINT64_MAX reaches every due tick. */
-static uint64_t target_of(const struct tw_config *cfg, uint64_t now)
-{
-    if (now == UINT64_MAX)
-        return due_of(cfg, UINT64_MAX);
-    if (now <= cfg->start_ns)
-        return 0;
-    return (now - cfg->start_ns) / cfg->tick_ns;
-}
-
-static uint64_t boundary(const struct tw_config *cfg, uint64_t tick)
-{
-    u128 at = (u128)cfg->start_ns + (u128)tick * cfg->tick_ns;
-
-    return at > UINT64_MAX ? UINT64_MAX : (uint64_t)at;
 }
 
 /* A deadline in the region kind picks, placed by n. */
@@ -210,30 +171,30 @@ static uint64_t deadline_of(const struct fuzz *f, uint8_t kind, uint64_t n)
 
     switch (kind % 12) {
     case 0: /* the past */
-        return now - upto(n, now < mul_sat(tick, 5) ? now : mul_sat(tick, 5));
+        return now - upto(n, now < sat_mul(tick, 5) ? now : sat_mul(tick, 5));
     case 1:
         return now;
     case 2: /* the next few ticks */
-        return add_sat(now, upto(n, mul_sat(tick, 3)));
+        return sat_add(now, upto(n, sat_mul(tick, 3)));
     case 3: /* a tick boundary, or one ns either side */
-        b = boundary(&f->cfg, add_sat(target_of(&f->cfg, now), n % 5));
-        return (n >> 8) % 3 == 0 ? b - (b > 0) : add_sat(b, (n >> 8) % 3 - 1);
+        b = model_boundary(&f->cfg, sat_add(model_target(&f->cfg, now), n % 5));
+        return (n >> 8) % 3 == 0 ? b - (b > 0) : sat_add(b, (n >> 8) % 3 - 1);
     case 4:
-        return add_sat(now, mul_sat(tick, n % 4096));
+        return sat_add(now, sat_mul(tick, n % 4096));
     case 5:
-        return add_sat(now, mul_sat(tick, n % 8000000));
+        return sat_add(now, sat_mul(tick, n % 8000000));
     case 6:
-        return add_sat(now, mul_sat(tick, n % (UINT64_C(1) << 36)));
+        return sat_add(now, sat_mul(tick, n % (UINT64_C(1) << 36)));
     case 7:
         return n;
     case 8: /* the last ticks before the end of time */
-        return UINT64_MAX - upto(n, mul_sat(tick, 2));
+        return UINT64_MAX - upto(n, sat_mul(tick, 2));
     case 9:
         return UINT64_MAX;
     case 10:
         return 0;
     default:
-        return add_sat(now, n);
+        return sat_add(now, n);
     }
 }
 
@@ -270,7 +231,7 @@ static void sched(struct fuzz *f, struct ftimer *ft, enum how how, uint8_t kind,
         break;
     }
     if (how == SCHEDULE_AFTER || how == REARM_AFTER)
-        d = add_sat(f->now, delay);
+        d = sat_add(f->now, delay);
     want = rearm ? ft->pending : (ft->pending ? -EBUSY : 0);
     trace(f, "  %s %u at %llu: %d", how_name[how], ft->id,
           (unsigned long long)d, rc);
@@ -282,7 +243,7 @@ static void sched(struct fuzz *f, struct ftimer *ft, enum how how, uint8_t kind,
         f->pending++;
     ft->pending = true;
     ft->deadline = d;
-    ft->due = due_of(&f->cfg, d);
+    ft->due = model_due(&f->cfg, d);
     ft->sched_call = f->advancing ? f->call : -1;
 }
 
@@ -469,7 +430,7 @@ static void advance(struct fuzz *f, uint64_t now, uint64_t budget)
     int64_t ran;
 
     f->call++;
-    f->target = target_of(&f->cfg, now);
+    f->target = model_target(&f->cfg, now);
     f->last_key = 0;
     f->last_due = 0;
     f->advancing = true;
@@ -502,9 +463,9 @@ static uint64_t clamp_hashed(struct fuzz *f, uint64_t to)
         return to;
     if (room > HASHED_STEP_TICKS)
         room = HASHED_STEP_TICKS;
-    if (target_of(&f->cfg, to) - f->floor <= room)
+    if (model_target(&f->cfg, to) - f->floor <= room)
         return to;
-    cap = boundary(&f->cfg, f->floor + room);
+    cap = model_boundary(&f->cfg, f->floor + room);
     return cap > f->now ? cap : f->now;
 }
 
@@ -527,24 +488,24 @@ static uint64_t step_to(struct fuzz *f, uint8_t kind, uint64_t n)
     case 0:
         return now;
     case 1: /* within a tick */
-        return add_sat(now, n % tick);
+        return sat_add(now, n % tick);
     case 2: /* a few ticks */
-        return add_sat(now, add_sat(mul_sat(tick, n % 4), (n >> 8) % tick));
+        return sat_add(now, sat_add(sat_mul(tick, n % 4), (n >> 8) % tick));
     case 3:
-        return add_sat(now, mul_sat(tick, n % 4096));
+        return sat_add(now, sat_mul(tick, n % 4096));
     case 4: /* anything, days or centuries */
-        return add_sat(now, n);
+        return sat_add(now, n);
     case 5: /* exactly the next deadline, or one ns before it */
     case 6:
         if (f->pending == 0) /* not the end of time: a tick */
-            return add_sat(now, tick);
+            return sat_add(now, tick);
         nd = tw_next_deadline(f->w);
         return kind % 8 == 6 && nd > now ? nd - 1 : nd;
     default: /* the earliest due tick's boundary, or one ns either side */
         if (f->pending == 0)
-            return add_sat(now, tick);
-        b = boundary(&f->cfg, first_due(f));
-        b = n % 3 == 0 ? b - (b > 0) : add_sat(b, n % 3 - 1);
+            return sat_add(now, tick);
+        b = model_boundary(&f->cfg, first_due(f));
+        b = n % 3 == 0 ? b - (b > 0) : sat_add(b, n % 3 - 1);
         return b > now ? b : now;
     }
 }
@@ -576,7 +537,7 @@ static void check_next_deadline(struct fuzz *f)
               (unsigned long long)nd);
         return;
     }
-    bound = boundary(&f->cfg, first);
+    bound = model_boundary(&f->cfg, first);
     bound = bound < f->now ? f->now : bound;
     CHECK(f, nd >= f->now && nd <= bound,
           "next deadline %llu outside [%llu, %llu]", (unsigned long long)nd,
@@ -587,7 +548,7 @@ static void check_next_deadline(struct fuzz *f)
     } else if (f->cfg.mode == TW_HASHED) {
         /* While anything is pending, the hashed wheel wants the next tick
          * (or now, when a bounded advance left that tick behind). */
-        bound = boundary(&f->cfg, f->floor + 1);
+        bound = model_boundary(&f->cfg, f->floor + 1);
         bound = bound < f->now ? f->now : bound;
         CHECK(f, nd == bound,
               "hashed next deadline %llu, not the next "
@@ -696,43 +657,6 @@ static void op(struct fuzz *f)
 
 /* ---- set-up and the end of a run ----------------------------------------- */
 
-/* Whether tw_create() must accept (1), must refuse (0) or may do either
- * (-1) cfg, from the contract: a zero tick, a level whose slots are wider
- * than 64-bit ns, a hashed tick x slots beyond INT64_MAX are refused. A
- * slot width of exactly UINT64_MAX ns is at the edge and may go either
- * way. */
-static int valid_config(const struct tw_config *cfg)
-{
-    static const uint32_t clock[] = {1000, 60, 60, 24},
-                          netty[] = {TW_DEFAULT_HASHED_SLOTS};
-    const uint32_t *slots = cfg->slots;
-    unsigned levels = cfg->levels;
-    u128 width = 1, pow2 = 1;
-    int verdict = 1;
-
-    if (cfg->tick_ns == 0)
-        return 0;
-    if (!slots) {
-        slots = cfg->mode == TW_HASHED ? netty : clock;
-        levels = cfg->mode == TW_HASHED ? 1 : 4;
-    }
-    if (cfg->mode == TW_HASHED) {
-        while (pow2 < slots[0])
-            pow2 <<= 1;
-        return (u128)cfg->tick_ns * pow2 <= INT64_MAX;
-    }
-    for (unsigned k = 0; k < levels; k++) {
-        u128 ns = width * cfg->tick_ns;
-
-        if (width > UINT64_MAX || ns > UINT64_MAX)
-            return 0;
-        if (ns == UINT64_MAX)
-            verdict = -1;
-        width *= slots[k];
-    }
-    return verdict;
-}
-
 /* The input's own shape: a few levels of mostly small slot counts (a big
  * level makes every tw_check() slow, and so the fuzzer). */
 static void custom_layout(struct fuzz *f, enum tw_mode mode)
@@ -811,7 +735,7 @@ static void choose_start(struct fuzz *f)
         f->cfg.start_ns = UINT64_C(1) << 40;
         break;
     case 3: /* close to the end of time: the hashed wheel can reach it */
-        f->cfg.start_ns = UINT64_MAX - upto(n, mul_sat(f->cfg.tick_ns, 1500));
+        f->cfg.start_ns = UINT64_MAX - upto(n, sat_mul(f->cfg.tick_ns, 1500));
         break;
     case 4:
         f->cfg.start_ns = n;
@@ -832,7 +756,7 @@ static bool setup(struct fuzz *f)
     f->destroy_at_end = b & 0x80;
     choose_layout(f, f->st.layout);
     choose_start(f);
-    verdict = valid_config(&f->cfg);
+    verdict = model_config_valid(&f->cfg);
     f->w = tw_create(&f->cfg, &err);
     trace(f, "layout %u, mode %d, tick %llu, %u levels, start %llu: %s",
           f->st.layout, f->cfg.mode, (unsigned long long)f->cfg.tick_ns,
@@ -848,7 +772,7 @@ static bool setup(struct fuzz *f)
         return false;
     f->st.created = true;
     f->now = f->cfg.start_ns;
-    f->max_tick = due_of(&f->cfg, UINT64_MAX);
+    f->max_tick = model_due(&f->cfg, UINT64_MAX);
     f->call = -1;
     for (unsigned i = 0; i < NTIMERS; i++) {
         f->timers[i].f = f;
