@@ -84,6 +84,8 @@ TW_PUBLIC int64_t tw_advance_bounded(struct tw_wheel *w, uint64_t now,
             break;
     }
     w->busy &= ~TW__ADVANCING;
+    /* Outside an advance only ticks up to cur are due (timer.c). */
+    w->defer_to = w->cur;
     return (int64_t)ran;
 }
 

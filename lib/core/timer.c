@@ -35,20 +35,13 @@ TW_PUBLIC uint64_t tw_timer_deadline(const struct tw_timer *t)
     return t ? t->deadline : 0;
 }
 
-/* Ticks at or before this are already due: the target of a running advance,
- * or the wheel's current tick. */
-static uint64_t due_limit(const struct tw_wheel *w)
-{
-    return (w->busy & TW__ADVANCING) ? w->defer_to : w->cur;
-}
-
 __attribute__((always_inline)) static inline void
 place(struct tw_wheel *w, struct tw_timer *t, uint64_t deadline)
 {
     uint64_t due = tw__due_tick(w, deadline);
 
     t->deadline = deadline;
-    if (due <= due_limit(w)) {
+    if (due <= w->defer_to) {
         t->aux = due;
         tw__list_push_back(&w->deferred, &t->link);
     } else {

@@ -59,7 +59,8 @@ struct tw_wheel {
     uint64_t now;      /* latest time given to an advance */
     uint64_t cur;      /* last tick processed */
     uint64_t max_tick; /* due tick of UINT64_MAX: the end of time */
-    uint64_t defer_to; /* while advancing: due ticks <= this are deferred */
+    uint64_t defer_to; /* due ticks <= this are deferred: the target while
+                        * advancing, cur otherwise */
     size_t count;      /* pending timers */
     struct tw_link expired;
     struct tw_link deferred;
@@ -79,13 +80,11 @@ struct tw_wheel {
 /* Due tick of an absolute deadline (see above); never above max_tick. */
 static inline uint64_t tw__due_tick(const struct tw_wheel *w, uint64_t deadline)
 {
-    uint64_t span, q;
-
+    /* ceil(x / tick) as floor((x - 1) / tick) + 1: one division, no
+     * remainder test, and no overflow since x >= 1 here. */
     if (deadline <= w->start_ns)
         return 0;
-    span = deadline - w->start_ns;
-    q = span / w->tick_ns;
-    return q + (span - q * w->tick_ns != 0);
+    return (deadline - w->start_ns - 1) / w->tick_ns + 1;
 }
 
 /* Time of tick boundary k, saturating at UINT64_MAX. */
