@@ -175,4 +175,5 @@ clean:
 # Later parts of the project add their own targets here.
 -include bench/bench.mk
 -include bench/service/service.mk
+-include bench/netty/netty.mk
 -include tests/extra.mk

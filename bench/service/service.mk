@@ -16,10 +16,13 @@ SVC_BENCH_CSV ?= $(BUILD)/bench/service.csv
 
 .PHONY: svcbench bench-service bench-service-quick svcbench-stress
 
-$(SVC_BENCH_BIN): bench/service/svcbench.c include/timewheel.h $(STATIC)
+SVC_BENCH_SRC := $(wildcard bench/service/*.c)
+
+$(SVC_BENCH_BIN): $(SVC_BENCH_SRC) bench/service/svcbench.h include/timewheel.h \
+                  $(wildcard include/timewheel/*.h) $(STATIC)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) -O2 -g $(SANFLAGS) -Iinclude -D_POSIX_C_SOURCE=200809L \
-	    -o $@ bench/service/svcbench.c $(STATIC) $(LDLIBS_LIB) -lm
+	    $(ALLOCDEF) -o $@ $(SVC_BENCH_SRC) $(STATIC) $(LDLIBS_LIB) -lpthread -lm
 
 svcbench: $(SVC_BENCH_BIN)
 

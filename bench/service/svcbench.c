@@ -1,43 +1,42 @@
 /*
- * svcbench: benchmarks of the threaded timer service (issue 4).
+ * svcbench: benchmarks of the threaded timer service (issue 4, issue 9).
  *
- *   service-throughput  schedules per second from 1 and 2 producer threads
- *                       (fire-and-forget timers due 1..100 ms out, so the
- *                       worker admits and fires them meanwhile)
- *   service-latency     how late callbacks run (p50/p99/max) at a 1 ms tick
- *                       while 10^5 timers per second are scheduled
- *   service-idle        worker wake-ups per second with 10^5 timers pending
- *                       an hour out
- *   stress              not a benchmark: producers schedule and cancel while
- *                       timers fire, then stop; exits 1 unless
- *                       scheduled == ran + cancelled + handed back exactly
- *                       (meant for ThreadSanitizer builds)
+ *   throughput  schedules per second from 1 and 2 producer threads
+ *               (fire-and-forget timers due 1..100 ms out, so the worker
+ *               admits and fires them meanwhile)
+ *   latency     how late callbacks run (p50/p99/max) at a 1 ms tick while
+ *               10^5 timers per second are scheduled
+ *   idle        worker wake-ups per second with 10^5 timers pending an
+ *               hour out
+ *   schedule, cancel, memory, lateness, wakeups
+ *               the figures measured beside Netty's HashedWheelTimer, N
+ *               timers due 1 ms..1 h out (figures.c; bench/netty/ runs the
+ *               same workloads in Java)
+ *   stress      not a benchmark: producers schedule and cancel while
+ *               timers fire, then stop; exits 1 unless
+ *               scheduled == ran + cancelled + handed back exactly
+ *               (meant for ThreadSanitizer builds)
  *
  * Every workload runs through the same table of implementations (`impls`),
  * so hier and hashed see the identical operation sequence. Results are
  * printed as a table and, with --csv FILE, appended to FILE as rows of
  * workload,impl,n,metric,value,unit.
  *
- * usage: svcbench [--quick] [--csv FILE] [WORKLOAD...]
- *        (WORKLOAD: throughput latency idle stress; default: the first three)
+ * usage: svcbench [--quick] [--csv FILE] [--n N] [--warmup K] [--impl NAME]
+ *                 [WORKLOAD...]
+ *        (default: throughput latency idle schedule cancel memory)
  */
+#define _DEFAULT_SOURCE /* getrusage's struct, CLOCK_THREAD_CPUTIME_ID */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
-#include "timewheel.h"
-
-#define MS UINT64_C(1000000)
-#define SEC (1000 * MS)
-
-struct impl {
-    const char *name;
-    enum tw_mode mode;
-};
+#include "svcbench.h"
 
 static const struct impl impls[] = {
     {"hier", TW_HIER},
@@ -45,20 +44,14 @@ static const struct impl impls[] = {
 };
 #define NIMPLS (sizeof(impls) / sizeof(impls[0]))
 
-/* Sizes: the full run and --quick (for CI and smoke runs). */
-struct sizes {
-    uint64_t throughput_total; /* schedules per throughput run */
-    uint64_t latency_ns;       /* length of the latency run */
-    uint64_t idle_ns;          /* length of the idle measurement */
-    uint64_t stress_ns;        /* length of the stress run */
-};
-
-static const struct sizes full = {2000000, 5 * SEC, 10 * SEC, 2 * SEC};
-static const struct sizes quick = {200000, 1 * SEC, 3 * SEC, 500 * MS};
+static const struct sizes full = {2000000, 5 * SEC, 10 * SEC, 2 * SEC,
+                                  1000000, 3 * SEC,  3 * SEC};
+static const struct sizes quick = {200000, 1 * SEC, 3 * SEC, 500 * MS,
+                                   100000, 1 * SEC, 1 * SEC};
 
 static FILE *csv;
 
-static uint64_t now_ns(void)
+uint64_t now_ns(void)
 {
     struct timespec ts;
 
@@ -66,7 +59,7 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void sleep_until(uint64_t t)
+void sleep_until(uint64_t t)
 {
     struct timespec ts = {(time_t)(t / 1000000000u), (long)(t % 1000000000u)};
 
@@ -74,7 +67,24 @@ static void sleep_until(uint64_t t)
         ;
 }
 
-static uint64_t next_rand(uint64_t *x)
+uint64_t cpu_ns(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
+           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
+}
+
+uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t next_rand(uint64_t *x)
 {
     *x ^= *x << 13;
     *x ^= *x >> 7;
@@ -82,17 +92,20 @@ static uint64_t next_rand(uint64_t *x)
     return *x;
 }
 
-static void emit(const char *workload, const char *impl, uint64_t n,
-                 const char *metric, double value, const char *unit)
+void emit(const char *workload, const char *impl, uint64_t n,
+          const char *metric, double value, const char *unit)
 {
-    printf("%-20s %-7s %10llu  %-16s %14.3f %s\n", workload, impl,
+    printf("%-20s %-7s %10llu  %-20s %14.3f %s\n", workload, impl,
            (unsigned long long)n, metric, value, unit);
-    if (csv)
+    fflush(stdout);
+    if (csv) {
         fprintf(csv, "%s,%s,%llu,%s,%.6g,%s\n", workload, impl,
                 (unsigned long long)n, metric, value, unit);
+        fflush(csv);
+    }
 }
 
-static struct tw_service *make(enum tw_mode mode, unsigned threads)
+struct tw_service *make(enum tw_mode mode, unsigned threads)
 {
     struct tw_service_config cfg;
     int err;
@@ -108,7 +121,7 @@ static struct tw_service *make(enum tw_mode mode, unsigned threads)
     return s;
 }
 
-static void must(int rc, const char *what)
+void must(int rc, const char *what)
 {
     if (rc) {
         fprintf(stderr, "svcbench: %s: %s\n", what, tw_strerror(rc));
@@ -116,7 +129,7 @@ static void must(int rc, const char *what)
     }
 }
 
-static void nop_cb(struct tw_handle *h, void *arg)
+void nop_cb(struct tw_handle *h, void *arg)
 {
     (void)h;
     (void)arg;
@@ -187,7 +200,7 @@ static void late_cb(struct tw_handle *h, void *arg)
         l->ns[k] = late;
 }
 
-static int cmp_u64(const void *a, const void *b)
+int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
@@ -375,16 +388,23 @@ static int stress(const struct impl *im, unsigned threads, uint64_t length)
 
 /* ---- driver -------------------------------------------------------------- */
 
+/* Workloads run when none is named; stress and the longer figures
+ * (lateness with N timers behind, wakeups) only when named. */
+static const char *const defaults[] = {"throughput", "latency", "idle",
+                                       "schedule",   "cancel",  "memory"};
+
 static bool wanted(int argc, char **argv, int first, const char *name)
 {
-    bool any = false;
-
-    for (int i = first; i < argc; i++) {
-        if (!strcmp(argv[i], name))
-            return true;
-        any = true;
+    if (first < argc) {
+        for (int i = first; i < argc; i++)
+            if (!strcmp(argv[i], name))
+                return true;
+        return false;
     }
-    return !any && strcmp(name, "stress") != 0;
+    for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
+        if (!strcmp(defaults[i], name))
+            return true;
+    return false;
 }
 
 static void open_csv(const char *path)
@@ -402,39 +422,97 @@ static void open_csv(const char *path)
         fprintf(csv, "workload,impl,n,metric,value,unit\n");
 }
 
+static const char *const workloads[] = {
+    "throughput", "latency", "idle",   "schedule", "cancel",
+    "memory",     "lateness", "wakeups", "stress"};
+
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: svcbench [--quick] [--csv FILE] [--n N] [--warmup K] "
+            "[--impl hier|hashed] [WORKLOAD...]\n"
+            "WORKLOAD: throughput latency idle schedule cancel memory "
+            "lateness wakeups stress\n");
+    return 2;
+}
+
+static bool known(const char *name)
+{
+    for (size_t i = 0; i < sizeof(workloads) / sizeof(workloads[0]); i++)
+        if (!strcmp(workloads[i], name))
+            return true;
+    return false;
+}
+
+static int run_impl(const struct impl *im, int argc, char **argv, int first,
+                    const struct sizes *sz, int warmup)
+{
+    int bad = 0;
+
+    if (wanted(argc, argv, first, "throughput")) {
+        throughput(im, 1, sz->throughput_total);
+        throughput(im, 2, sz->throughput_total);
+    }
+    if (wanted(argc, argv, first, "latency"))
+        latency(im, sz->latency_ns);
+    if (wanted(argc, argv, first, "idle"))
+        idle(im, sz->idle_ns);
+    if (wanted(argc, argv, first, "schedule"))
+        fig_schedule(im, sz, warmup);
+    if (wanted(argc, argv, first, "cancel"))
+        fig_cancel(im, sz, warmup);
+    if (wanted(argc, argv, first, "memory"))
+        fig_memory(im, sz, warmup);
+    if (wanted(argc, argv, first, "lateness"))
+        fig_lateness(im, sz);
+    if (wanted(argc, argv, first, "wakeups"))
+        fig_wakeups(im, sz);
+    if (wanted(argc, argv, first, "stress")) {
+        bad += stress(im, 0, sz->stress_ns);
+        bad += stress(im, 2, sz->stress_ns);
+    }
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
-    const struct sizes *sz = &full;
-    int first = 1, bad = 0;
+    struct sizes sz = full;
+    const char *only = NULL;
+    int first = 1, bad = 0, warmup = 0;
+    uint64_t n = 0;
 
-    while (first < argc && argv[first][0] == '-') {
-        if (!strcmp(argv[first], "--quick")) {
-            sz = &quick;
-        } else if (!strcmp(argv[first], "--csv") && first + 1 < argc) {
-            open_csv(argv[++first]);
-        } else {
-            fprintf(stderr, "usage: svcbench [--quick] [--csv FILE] "
-                            "[throughput|latency|idle|stress]...\n");
-            return 2;
+    for (; first < argc && argv[first][0] == '-'; first++) {
+        const char *opt = argv[first];
+        const char *val = first + 1 < argc ? argv[first + 1] : NULL;
+
+        if (!strcmp(opt, "--quick")) {
+            sz = quick;
+            continue;
         }
+        if (!val)
+            return usage();
         first++;
+        if (!strcmp(opt, "--csv"))
+            open_csv(val);
+        else if (!strcmp(opt, "--n") && strtoull(val, NULL, 10) >= 10)
+            n = strtoull(val, NULL, 10);
+        else if (!strcmp(opt, "--warmup"))
+            warmup = atoi(val);
+        else if (!strcmp(opt, "--impl"))
+            only = val;
+        else
+            return usage();
     }
-    printf("%-20s %-7s %10s  %-16s %14s %s\n", "workload", "impl", "n",
+    if (n)
+        sz.timers = n;
+    for (int i = first; i < argc; i++)
+        if (!known(argv[i]))
+            return usage();
+    printf("%-20s %-7s %10s  %-20s %14s %s\n", "workload", "impl", "n",
            "metric", "value", "unit");
-    for (size_t i = 0; i < NIMPLS; i++) {
-        if (wanted(argc, argv, first, "throughput")) {
-            throughput(&impls[i], 1, sz->throughput_total);
-            throughput(&impls[i], 2, sz->throughput_total);
-        }
-        if (wanted(argc, argv, first, "latency"))
-            latency(&impls[i], sz->latency_ns);
-        if (wanted(argc, argv, first, "idle"))
-            idle(&impls[i], sz->idle_ns);
-        if (wanted(argc, argv, first, "stress")) {
-            bad += stress(&impls[i], 0, sz->stress_ns);
-            bad += stress(&impls[i], 2, sz->stress_ns);
-        }
-    }
+    for (size_t i = 0; i < NIMPLS; i++)
+        if (!only || !strcmp(only, impls[i].name))
+            bad += run_impl(&impls[i], argc, argv, first, &sz, warmup);
     if (csv)
         fclose(csv);
     return bad ? 1 : 0;

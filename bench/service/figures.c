@@ -1,0 +1,438 @@
+/*
+ * figures.c: the service's side of the comparison with Netty's
+ * HashedWheelTimer (issue 9). bench/netty/NettyBench.java runs the same five
+ * workloads through Netty, with the same random delays (xorshift64, the same
+ * seeds), the same thread layout and the same readings, so that one row of
+ * each side can be divided by the other:
+ *
+ *   schedule-Pp  P producer threads (1 or 2) schedule N fire-and-forget
+ *                timers due 1 ms..1 h out. schedules/s over the producers'
+ *                window; CPU ns per schedule from the first schedule until
+ *                the worker has taken in the last one (a sentinel timer due
+ *                at once, scheduled after them, has run): the whole process
+ *                (getrusage) and the producers plus the worker (their own
+ *                clocks), which leaves out a JVM's collector and compiler.
+ *   cancel-Pp    the same N timers with handles, all taken in; then the P
+ *                threads cancel (and release) their own. cancels/s over the
+ *                cancelling window; CPU ns per cancel up to a sentinel
+ *                scheduled after the last cancel.
+ *   memory       bytes the allocator holds per pending timer: jemalloc's
+ *                stats.allocated (glibc's mallinfo2 with ALLOC=libc) with N
+ *                fire-and-forget timers taken in, less before them.
+ *   lateness     N timers due 1 ms..1 h behind, then 10^5 probes per second
+ *                due 1..50 ms out; a probe's lateness is when its callback
+ *                starts less (the time read before scheduling it + delay).
+ *   wakeups      N timers due 1..2 h out, nothing else: the worker thread's
+ *                voluntary context switches per second and its CPU time
+ *                (/proc/self/task/TID, TID read by a callback on it).
+ *
+ * Each runs on a fresh service with the default configuration of the mode
+ * (1 ms tick) and callbacks on the worker, as Netty runs its tasks.
+ * --warmup K repeats schedule, cancel and memory K times unrecorded first.
+ */
+#define _DEFAULT_SOURCE /* mallinfo2 */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef TW_ALLOC_LIBC
+#include <malloc.h>
+#else
+#include <jemalloc/jemalloc.h>
+#endif
+
+#include "svcbench.h"
+
+#define PROBE_RATE 100000 /* lateness probes per second, as in latency */
+#define SEED UINT64_C(0x9e3779b97f4a7c15)
+
+/* A delay of 1 ms..1 h, uniform: the spread of RPC and session timeouts. */
+static uint64_t delay_1ms_1h(uint64_t *seed)
+{
+    return MS + next_rand(seed) % (HOUR - MS + 1);
+}
+
+/* ---- sentinel: has the worker caught up? --------------------------------- */
+
+static atomic_int sentinels;  /* sentinel callbacks run */
+static atomic_int worker_tid; /* the thread they ran on */
+
+static int current_tid(void)
+{
+    char buf[64];
+    ssize_t len = readlink("/proc/thread-self", buf, sizeof(buf) - 1);
+    const char *slash;
+
+    if (len <= 0)
+        return 0;
+    buf[len] = '\0';
+    slash = strrchr(buf, '/');
+    return slash ? atoi(slash + 1) : 0;
+}
+
+static void sentinel_cb(struct tw_handle *h, void *arg)
+{
+    (void)h;
+    (void)arg;
+    atomic_store(&worker_tid, current_tid());
+    atomic_fetch_add(&sentinels, 1);
+}
+
+static void post_sentinel(struct tw_service *s)
+{
+    must(tw_service_schedule(s, 0, sentinel_cb, NULL, NULL), "sentinel");
+}
+
+/* Wait until `count` sentinels have run since the counter was cleared. */
+static void await_sentinels(int count)
+{
+    while (atomic_load(&sentinels) < count)
+        sleep_until(now_ns() + 20000);
+}
+
+/* A fresh service whose worker has run one callback (so its tid is known
+ * and it is out of its start-up). */
+static struct tw_service *fresh(const struct impl *im)
+{
+    struct tw_service *s = make(im->mode, 0);
+
+    atomic_store(&sentinels, 0);
+    post_sentinel(s);
+    await_sentinels(1);
+    atomic_store(&sentinels, 0);
+    return s;
+}
+
+/* ---- the worker thread, from /proc ---------------------------------------- */
+
+static uint64_t task_cpu_ns(int tid)
+{
+    char path[64];
+    unsigned long long ns = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%d/schedstat", tid);
+    f = fopen(path, "r");
+    if (f) {
+        if (fscanf(f, "%llu", &ns) != 1)
+            ns = 0;
+        fclose(f);
+    }
+    return ns;
+}
+
+static uint64_t task_switches(int tid)
+{
+    char path[64], line[128];
+    unsigned long long v = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
+    f = fopen(path, "r");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "voluntary_ctxt_switches: %llu", &v) == 1)
+            break;
+    fclose(f);
+    return v;
+}
+
+/* ---- schedule ------------------------------------------------------------- */
+
+struct prod {
+    struct tw_service *s;
+    struct tw_handle **h; /* cancel: this thread's handles */
+    uint64_t count, seed, cpu;
+    pthread_barrier_t *bar;
+    atomic_int *go;
+};
+
+static void *sched_thread(void *arg)
+{
+    struct prod *p = arg;
+    uint64_t c0;
+
+    while (!atomic_load(p->go))
+        ;
+    c0 = thread_cpu_ns();
+    for (uint64_t i = 0; i < p->count; i++)
+        must(tw_service_schedule(p->s, delay_1ms_1h(&p->seed), nop_cb, NULL,
+                                 NULL),
+             "schedule");
+    post_sentinel(p->s);
+    p->cpu = thread_cpu_ns() - c0;
+    return NULL;
+}
+
+static void run_schedule(const struct impl *im, uint64_t n, unsigned np,
+                         bool record)
+{
+    struct tw_service *s = fresh(im);
+    struct prod p[2];
+    pthread_t tid[2];
+    atomic_int go = 0;
+    uint64_t t0, t1, c0, c1, w0, w1, threads = 0;
+    int wt = atomic_load(&worker_tid);
+    char name[32];
+
+    for (unsigned i = 0; i < np; i++) {
+        p[i] = (struct prod){.s = s, .count = n / np, .seed = SEED + i,
+                             .go = &go};
+        pthread_create(&tid[i], NULL, sched_thread, &p[i]);
+    }
+    w0 = task_cpu_ns(wt);
+    c0 = cpu_ns();
+    t0 = now_ns();
+    atomic_store(&go, 1);
+    for (unsigned i = 0; i < np; i++)
+        pthread_join(tid[i], NULL);
+    t1 = now_ns();
+    await_sentinels((int)np);
+    c1 = cpu_ns();
+    w1 = task_cpu_ns(wt);
+    must(tw_service_destroy(s), "destroy");
+    for (unsigned i = 0; i < np; i++)
+        threads += p[i].cpu;
+    if (!record)
+        return;
+    n = n / np * np;
+    snprintf(name, sizeof(name), "schedule-%up", np);
+    emit(name, im->name, n, "ops_per_s", (double)n * 1e9 / (double)(t1 - t0),
+         "1/s");
+    emit(name, im->name, n, "cpu_ns_per_op", (double)(c1 - c0) / (double)n,
+         "ns");
+    emit(name, im->name, n, "cpu_ns_per_op_threads",
+         (double)(threads + w1 - w0) / (double)n, "ns");
+}
+
+void fig_schedule(const struct impl *im, const struct sizes *sz, int warmup)
+{
+    for (unsigned np = 1; np <= 2; np++)
+        for (int k = 0; k <= warmup; k++)
+            run_schedule(im, sz->timers, np, k == warmup);
+}
+
+/* ---- cancel ----------------------------------------------------------------- */
+
+static void *cancel_thread(void *arg)
+{
+    struct prod *p = arg;
+    uint64_t c0;
+
+    for (uint64_t i = 0; i < p->count; i++)
+        must(tw_service_schedule(p->s, delay_1ms_1h(&p->seed), nop_cb, NULL,
+                                 &p->h[i]),
+             "schedule");
+    post_sentinel(p->s);
+    pthread_barrier_wait(p->bar); /* all scheduled */
+    pthread_barrier_wait(p->bar); /* main has read its clocks: go */
+    c0 = thread_cpu_ns();
+    for (uint64_t i = 0; i < p->count; i++) {
+        tw_handle_cancel(p->h[i]);
+        tw_handle_release(p->h[i]);
+    }
+    p->cpu = thread_cpu_ns() - c0;
+    return NULL;
+}
+
+static void run_cancel(const struct impl *im, uint64_t n, unsigned np,
+                       bool record)
+{
+    struct tw_service *s = fresh(im);
+    struct tw_handle **h = calloc(n, sizeof(*h));
+    struct prod p[2];
+    pthread_t tid[2];
+    pthread_barrier_t bar;
+    uint64_t t0, t1, c0, c1, w0, w1, threads = 0;
+    int wt = atomic_load(&worker_tid);
+    char name[32];
+
+    pthread_barrier_init(&bar, NULL, np + 1);
+    for (unsigned i = 0; i < np; i++) {
+        p[i] = (struct prod){.s = s, .h = h + i * (n / np), .count = n / np,
+                             .seed = SEED + i, .bar = &bar};
+        pthread_create(&tid[i], NULL, cancel_thread, &p[i]);
+    }
+    pthread_barrier_wait(&bar);
+    await_sentinels((int)np);
+    atomic_store(&sentinels, 0);
+    w0 = task_cpu_ns(wt);
+    c0 = cpu_ns();
+    t0 = now_ns();
+    pthread_barrier_wait(&bar);
+    for (unsigned i = 0; i < np; i++)
+        pthread_join(tid[i], NULL);
+    t1 = now_ns();
+    post_sentinel(s);
+    await_sentinels(1);
+    c1 = cpu_ns();
+    w1 = task_cpu_ns(wt);
+    must(tw_service_destroy(s), "destroy");
+    pthread_barrier_destroy(&bar);
+    free(h);
+    for (unsigned i = 0; i < np; i++)
+        threads += p[i].cpu;
+    if (!record)
+        return;
+    n = n / np * np;
+    snprintf(name, sizeof(name), "cancel-%up", np);
+    emit(name, im->name, n, "ops_per_s", (double)n * 1e9 / (double)(t1 - t0),
+         "1/s");
+    emit(name, im->name, n, "cpu_ns_per_op", (double)(c1 - c0) / (double)n,
+         "ns");
+    emit(name, im->name, n, "cpu_ns_per_op_threads",
+         (double)(threads + w1 - w0) / (double)n, "ns");
+}
+
+void fig_cancel(const struct impl *im, const struct sizes *sz, int warmup)
+{
+    for (unsigned np = 1; np <= 2; np++)
+        for (int k = 0; k <= warmup; k++)
+            run_cancel(im, sz->timers, np, k == warmup);
+}
+
+/* ---- memory ------------------------------------------------------------------ */
+
+/* Bytes the allocator has handed out and not had back. jemalloc counts
+ * whole size classes, and blocks cached per thread as allocated (a few
+ * hundred KB at most, under 1 byte a timer at 10^6). */
+static uint64_t allocated_bytes(void)
+{
+#ifdef TW_ALLOC_LIBC
+    return mallinfo2().uordblks;
+#else
+    uint64_t epoch = 1;
+    size_t len = sizeof(epoch), bytes = 0;
+
+    mallctl("epoch", &epoch, &len, &epoch, len);
+    len = sizeof(bytes);
+    if (mallctl("stats.allocated", &bytes, &len, NULL, 0))
+        return 0;
+    return bytes;
+#endif
+}
+
+static void run_memory(const struct impl *im, uint64_t n, bool record)
+{
+    struct tw_service *s = fresh(im);
+    uint64_t seed = SEED, b0, b1;
+
+    b0 = allocated_bytes();
+    for (uint64_t i = 0; i < n; i++)
+        must(tw_service_schedule(s, delay_1ms_1h(&seed), nop_cb, NULL, NULL),
+             "schedule");
+    post_sentinel(s);
+    await_sentinels(1);
+    b1 = allocated_bytes();
+    must(tw_service_destroy(s), "destroy");
+    if (record)
+        emit("memory", im->name, n, "bytes_per_timer",
+             ((double)b1 - (double)b0) / (double)n, "B");
+}
+
+void fig_memory(const struct impl *im, const struct sizes *sz, int warmup)
+{
+    for (int k = 0; k <= warmup; k++)
+        run_memory(im, sz->timers, k == warmup);
+}
+
+/* ---- lateness ---------------------------------------------------------------- */
+
+struct probe {
+    uint64_t deadline; /* read before scheduling, plus the delay */
+    uint64_t ran;      /* when the callback started; 0 if it did not */
+};
+
+static void probe_cb(struct tw_handle *h, void *arg)
+{
+    (void)h;
+    ((struct probe *)arg)->ran = now_ns();
+}
+
+static void late_rows(const struct impl *im, uint64_t n, struct probe *pr,
+                      uint64_t count)
+{
+    uint64_t *late = calloc(count, sizeof(*late)), k = 0;
+
+    for (uint64_t i = 0; i < count; i++)
+        if (pr[i].ran)
+            late[k++] = pr[i].ran > pr[i].deadline ? pr[i].ran - pr[i].deadline
+                                                   : 0;
+    qsort(late, k, sizeof(*late), cmp_u64);
+    emit("lateness", im->name, n, "late_p50_us",
+         k ? (double)late[k / 2] / 1e3 : 0, "us");
+    emit("lateness", im->name, n, "late_p99_us",
+         k ? (double)late[k * 99 / 100] / 1e3 : 0, "us");
+    emit("lateness", im->name, n, "late_max_us",
+         k ? (double)late[k - 1] / 1e3 : 0, "us");
+    emit("lateness", im->name, n, "probes_not_run", (double)(count - k), "1");
+    free(late);
+}
+
+void fig_lateness(const struct impl *im, const struct sizes *sz)
+{
+    struct tw_service *s = fresh(im);
+    uint64_t per_ms = PROBE_RATE / 1000, ms = sz->lateness_ns / MS;
+    uint64_t seed = SEED, count = per_ms * ms, k = 0, t;
+    struct probe *pr = calloc(count, sizeof(*pr));
+
+    for (uint64_t i = 0; i < sz->timers; i++)
+        must(tw_service_schedule(s, delay_1ms_1h(&seed), nop_cb, NULL, NULL),
+             "schedule");
+    post_sentinel(s);
+    await_sentinels(1);
+    t = now_ns();
+    for (uint64_t i = 0; i < ms; i++) {
+        for (uint64_t j = 0; j < per_ms; j++, k++) {
+            uint64_t delay = MS + next_rand(&seed) % (49 * MS);
+
+            pr[k].deadline = now_ns() + delay;
+            must(tw_service_schedule(s, delay, probe_cb, &pr[k], NULL),
+                 "probe");
+        }
+        t += MS;
+        sleep_until(t);
+    }
+    sleep_until(t + 100 * MS);
+    must(tw_service_destroy(s), "destroy"); /* joins the worker */
+    late_rows(im, sz->timers, pr, count);
+    free(pr);
+}
+
+/* ---- wakeups ------------------------------------------------------------------ */
+
+void fig_wakeups(const struct impl *im, const struct sizes *sz)
+{
+    struct tw_service *s = fresh(im);
+    struct tw_service_stats st0, st1;
+    uint64_t seed = SEED, v0, v1, c0, c1, t0, t1;
+    int wt = atomic_load(&worker_tid);
+
+    for (uint64_t i = 0; i < sz->timers; i++)
+        must(tw_service_schedule(s, HOUR + next_rand(&seed) % HOUR, nop_cb,
+                                 NULL, NULL),
+             "schedule");
+    post_sentinel(s);
+    await_sentinels(1);
+    sleep_until(now_ns() + 200 * MS);
+    must(tw_service_stats(s, &st0), "stats");
+    v0 = task_switches(wt);
+    c0 = task_cpu_ns(wt);
+    t0 = now_ns();
+    sleep_until(t0 + sz->wakeups_ns);
+    must(tw_service_stats(s, &st1), "stats");
+    v1 = task_switches(wt);
+    c1 = task_cpu_ns(wt);
+    t1 = now_ns();
+    must(tw_service_destroy(s), "destroy");
+    emit("wakeups", im->name, sz->timers, "wakeups_per_s",
+         (double)(v1 - v0) * 1e9 / (double)(t1 - t0), "1/s");
+    emit("wakeups", im->name, sz->timers, "worker_cpu_us_per_s",
+         (double)(c1 - c0) * 1e6 / (double)(t1 - t0), "us/s");
+    emit("wakeups", im->name, sz->timers, "stats_wakeups_per_s",
+         (double)(st1.wakeups - st0.wakeups) * 1e9 / (double)(t1 - t0), "1/s");
+}

@@ -1,0 +1,58 @@
+/*
+ * svcbench.h: what the service benchmark's files share: the implementations
+ * table, the clock and CPU readings, the random delays, result rows.
+ * svcbench.c holds the service's own workloads and the driver; figures.c the
+ * workloads measured beside Netty's HashedWheelTimer (bench/netty/).
+ */
+#ifndef SVCBENCH_H
+#define SVCBENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "timewheel.h"
+
+#define MS UINT64_C(1000000)
+#define SEC (1000 * MS)
+#define HOUR (3600 * SEC)
+
+struct impl {
+    const char *name;
+    enum tw_mode mode;
+};
+
+/* Sizes of one run: the full one and --quick (for CI and make bench). */
+struct sizes {
+    uint64_t throughput_total; /* schedules per throughput run */
+    uint64_t latency_ns;       /* length of the latency run */
+    uint64_t idle_ns;          /* length of the idle measurement */
+    uint64_t stress_ns;        /* length of the stress run */
+    uint64_t timers;           /* N of schedule, cancel, memory, lateness,
+                                * wakeups (--n changes it) */
+    uint64_t lateness_ns;      /* probe stream of the lateness workload */
+    uint64_t wakeups_ns;       /* idle window of the wakeups workload */
+};
+
+uint64_t now_ns(void);
+void sleep_until(uint64_t t);
+/* CPU time of the whole process (all threads), ns: getrusage. */
+uint64_t cpu_ns(void);
+/* CPU time of the calling thread, ns. */
+uint64_t thread_cpu_ns(void);
+uint64_t next_rand(uint64_t *x);
+int cmp_u64(const void *a, const void *b);
+
+void emit(const char *workload, const char *impl, uint64_t n,
+          const char *metric, double value, const char *unit);
+struct tw_service *make(enum tw_mode mode, unsigned threads);
+void must(int rc, const char *what);
+void nop_cb(struct tw_handle *h, void *arg);
+
+/* The workloads of figures.c, run for one implementation. */
+void fig_schedule(const struct impl *im, const struct sizes *sz, int warmup);
+void fig_cancel(const struct impl *im, const struct sizes *sz, int warmup);
+void fig_memory(const struct impl *im, const struct sizes *sz, int warmup);
+void fig_lateness(const struct impl *im, const struct sizes *sz);
+void fig_wakeups(const struct impl *im, const struct sizes *sz);
+
+#endif
