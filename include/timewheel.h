@@ -4,6 +4,7 @@
  *
  *   timewheel/core.h      the caller-driven wheel (libtimewheel)
  *   timewheel/service.h   the threaded service (libtimewheel-service)
+ *   timewheel/loop.h      helpers for event loops (libtimewheel-loop)
  *
  * Include only the header of the layer you use to keep what you link small;
  * each header names its library and pkg-config module.
@@ -12,6 +13,7 @@
 #define TIMEWHEEL_H
 
 #include "timewheel/core.h"
+#include "timewheel/loop.h"
 #include "timewheel/service.h"
 
 #endif /* TIMEWHEEL_H */
