@@ -31,6 +31,10 @@ struct tw_handle;  /* opaque, reference-counted */
  * reference), so the callback may query or cancel it. */
 typedef void tw_service_callback(struct tw_handle *h, void *arg);
 
+/* Called once with the timer's arg when the service lets go of it for good
+ * (see struct tw_timer_spec). */
+typedef void tw_release_fn(void *arg);
+
 /* What a fixed-rate timer does when a stall made it miss periods. */
 enum tw_catchup {
     TW_CATCHUP_SKIP = 0, /* run once, late, then resume on the period grid */
@@ -95,6 +99,32 @@ struct tw_handback {
 /* Receives each handed-back timer; t is valid during the call only. */
 typedef void tw_handback_fn(const struct tw_handback *t, void *ctx);
 
+/*
+ * A timer for tw_service_submit(), the general form of the schedule calls.
+ *  deadline  absolute, on the service's clock (tw_service_now()); a time in
+ *            the past runs at once.
+ *  period    0: one-shot; otherwise run every period ns after the first,
+ *            counted as kind says, until cancelled.
+ *  cb, arg   the callback and its argument.
+ *  release   NULL, or called with arg exactly once when the service lets go
+ *            of the timer for good: after the last run of the callback has
+ *            returned, once a cancelled timer is out of the service's
+ *            structures (at the latest at stop), or after stop's hand-back
+ *            function returned for it. After that the service never
+ *            touches arg again, so release may free it. It runs on a thread
+ *            of the service (worker, executor, or the one calling stop or
+ *            destroy) and must not block for long; it may not stop or
+ *            destroy the service (-EDEADLK).
+ */
+struct tw_timer_spec {
+    uint64_t deadline;
+    uint64_t period;
+    enum tw_period kind;
+    tw_service_callback *cb;
+    void *arg;
+    tw_release_fn *release;
+};
+
 /* Fill cfg with the defaults of mode: the core's defaults, no executor
  * threads, no maximum, TW_CATCHUP_SKIP. A NULL cfg is a no-op. */
 TW_PUBLIC void tw_service_config_init(struct tw_service_config *cfg,
@@ -124,13 +154,68 @@ TW_PUBLIC int tw_service_schedule_periodic(struct tw_service *s, uint64_t delay,
                                            tw_service_callback *cb, void *arg,
                                            struct tw_handle **out);
 
+/* As tw_service_schedule(), at an absolute deadline on the service's clock
+ * (tw_service_now()); a deadline in the past runs at once. */
+TW_PUBLIC int tw_service_schedule_at(struct tw_service *s, uint64_t deadline,
+                                     tw_service_callback *cb, void *arg,
+                                     struct tw_handle **out);
+
+/* Schedule the timer spec describes (see struct tw_timer_spec). Returns
+ * what tw_service_schedule() returns; -EINVAL also for a NULL spec, a NULL
+ * cb, or a period with an unknown kind. */
+TW_PUBLIC int tw_service_submit(struct tw_service *s,
+                                const struct tw_timer_spec *spec,
+                                struct tw_handle **out);
+
+/* The service's clock: CLOCK_MONOTONIC in ns, the clock of every deadline.
+ * Callable from any thread, also after stop. NULL: 0. */
+TW_PUBLIC uint64_t tw_service_now(const struct tw_service *s);
+
 /*
  * From any thread: 1 if the callback will not start again because of this
- * call (a periodic timer's current run, if any, finishes), 0 if it had
- * already run, is running (one-shot), was cancelled or handed back.
- * Safe twice, and after the service is destroyed. NULL: -EINVAL.
+ * call (a run in progress, if any, finishes: tw_handle_cancel_wait() waits
+ * for it), 0 if it had already run, is running its last run (a one-shot
+ * not re-armed), was cancelled or handed back. Safe twice, and after the
+ * service is destroyed. NULL: -EINVAL.
  */
 TW_PUBLIC int tw_handle_cancel(struct tw_handle *h);
+
+/*
+ * Cancel h and wait until its callback is not running: once this returns,
+ * the callback is not running and will never start again (even if it
+ * re-armed itself meanwhile). Returns 1 if a run was prevented by this call,
+ * 0 if the timer had already finished (run, cancelled, handed back).
+ * -EINVAL for NULL; -EDEADLK, doing nothing, from h's own callback (use
+ * tw_handle_cancel() there). Safe after the service is destroyed. Blocks
+ * while a run is in progress (on a futex, not spinning), so two callbacks
+ * that cancel-and-wait each other on an executor deadlock, as two mutexes
+ * taken in opposite orders would.
+ */
+TW_PUBLIC int tw_handle_cancel_wait(struct tw_handle *h);
+
+/*
+ * Move h to fire delay ns from now (saturating), from any thread, its own
+ * callback included, with no allocation (O(1) at the worker). Returns:
+ *  1  re-armed: the next run of the callback starts at the new deadline,
+ *     never before, unless h is cancelled, re-armed again or handed back
+ *     by stop (which then reports the new deadline). If the callback is
+ *     running (a one-shot timer from its own callback, for instance), it
+ *     runs again at the new deadline once this run returns. A periodic
+ *     timer's next run moves there and its later runs follow the period
+ *     from it (fixed rate: the grid restarts at the new deadline).
+ *  0  too late, nothing changed: the timer is done (a one-shot whose
+ *     callback has run or whose last run is finishing after a cancel),
+ *     cancelled or handed back.
+ *  -EINVAL  NULL h.
+ * Racing a cancel, exactly one wins: either the re-arm returns 1 and the
+ * cancel then cancels the re-armed timer (returning 1), or the cancel came
+ * first and the re-arm returns 0. Racing stop, a re-armed timer is handed
+ * back (or the re-arm returns 0 if stop got there first).
+ */
+TW_PUBLIC int tw_handle_rearm(struct tw_handle *h, uint64_t delay);
+
+/* As tw_handle_rearm(), at an absolute deadline on the service's clock. */
+TW_PUBLIC int tw_handle_rearm_at(struct tw_handle *h, uint64_t deadline);
 
 /* What has become of h (a snapshot: other threads may change it at once).
  * NULL: TW_HANDLE_CANCELLED. */

@@ -6,7 +6,8 @@
  * The worker claims each due timer (PENDING -> DISPATCHED) during its
  * advance and hands the whole batch over with one lock. A pool thread takes
  * the oldest handle and claims it again (DISPATCHED -> RUNNING) before
- * running it: if a cancel got there first, the callback does not run. The
+ * running it: if a cancel got there first, the callback does not run; if a
+ * re-arm did, the timer goes back to the worker. The
  * queue is a plain mutex-protected list: it has one producer (the worker),
  * moves a batch per lock, and its consumers must block anyway when it is
  * empty, which a condition variable does best.
@@ -17,6 +18,29 @@
 #include <errno.h>
 
 #include "service.h"
+
+/* Claim h (DISPATCHED -> RUNNING) and run it. Re-armed while queued, it is
+ * PENDING again and goes back to the worker; cancelled while queued
+ * (DISPATCHED -> CANCELLED directly), it is let go of. */
+static void take(struct tw_service *s, struct tw_handle *h)
+{
+    for (;;) {
+        uint32_t w = tw__handle_settle(h);
+
+        if (tw__st(w) == TW__PENDING) {
+            tw__worker_post(s, h);
+            return;
+        }
+        if (tw__st(w) != TW__DISPATCHED) {
+            tw__handle_drop(s, h, TW__OUT_CANCELLED);
+            return;
+        }
+        if (tw__handle_cas(h, &w, TW__RUNNING, false)) {
+            tw__worker_run(s, h);
+            return;
+        }
+    }
+}
 
 static void *exec_main(void *arg)
 {
@@ -34,10 +58,7 @@ static void *exec_main(void *arg)
             break;
         h = tw__hlist_pop(&x->queue);
         pthread_mutex_unlock(&x->lock);
-        if (tw__handle_move(h, TW__DISPATCHED, TW__RUNNING))
-            tw__worker_run(s, h);
-        else /* cancelled while queued: DISPATCHED -> CANCELLED directly */
-            tw__handle_drop(s, h, TW__OUT_CANCELLED);
+        take(s, h);
         pthread_mutex_lock(&x->lock);
     }
     pthread_mutex_unlock(&x->lock);

@@ -1,29 +1,41 @@
 /*
  * Handles of the timer service: allocation, reference counts, the state
- * machine and cancel (see service.h for the states and the references).
+ * machine, cancel, cancel-and-wait and re-arm (see service.h for the
+ * states, custody and the references).
  *
- * Cancel must give a definite answer from any thread while the worker, an
- * executor thread or stop may be moving the same handle on. Each of them
- * moves it only by compare-and-swap from the state it expects, so exactly
- * one wins: a cancel that wins PENDING -> CANCELLING, DISPATCHED ->
- * CANCELLED or (periodic) RUNNING -> CANCELLED returns 1 and no later run
- * can start; a cancel that finds any other state returns 0.
+ * Cancel and re-arm must give a definite answer from any thread while the
+ * worker, an executor thread or stop may be moving the same handle on. Each
+ * of them moves it only by compare-and-swap from the state word it read, so
+ * exactly one wins. A cancel that wins PENDING -> CANCELLING, DISPATCHED ->
+ * CANCELLED or a running timer that would run again -> CANCEL_RUNNING
+ * returns 1 and no later run can start; a cancel that finds any other state
+ * returns 0. A re-arm takes LOCKED, writes the deadline, and stores the
+ * state back with the generation bumped, so a worker that read the old
+ * deadline fails its claim and reads again.
  *
  * Winning from PENDING means the timer may be sitting in the wheel, where
- * only the worker may unlink it. The canceller pushes the handle (with a
- * reference of its own) onto the cancel queue, asks the worker to reap it
- * within TW__REAP_NS, and only then stores CANCELLED. That is the only time
- * a canceller touches the service, and the service waits for CANCELLED
- * before it lets go of a handle, so a service that has been stopped can be
- * freed while its old handles are still cancelled and queried.
+ * only the worker may unlink it. The canceller sends a message through the
+ * cancel queue, asks the worker to reap it within TW__REAP_NS, and only then
+ * stores CANCELLED. A re-arm to an earlier deadline sends the same kind of
+ * message and wakes the worker if it would sleep past the new deadline.
+ * Those are the only times a caller touches the service, and the service
+ * waits out CANCELLING and LOCKED before it lets go of a handle, so a
+ * service that has been stopped can be freed while its old handles are
+ * still cancelled, re-armed (answer 0) and queried.
+ *
+ * Cancel-and-wait sleeps on the state word itself (a futex), so it needs
+ * nothing of the service: the caller's reference keeps the handle alive,
+ * and the runner wakes it after leaving the running states.
  */
 #include <errno.h>
 #include <sched.h>
 
 #include "service.h"
 
-struct tw_handle *tw__handle_new(struct tw_service *s, tw_service_callback *cb,
-                                 void *arg, uint64_t deadline)
+_Thread_local const struct tw_handle *tw__running;
+
+struct tw_handle *tw__handle_new(struct tw_service *s,
+                                 const struct tw_timer_spec *spec)
 {
     struct tw_handle *h = tw__svc_zalloc(sizeof(*h));
 
@@ -31,11 +43,16 @@ struct tw_handle *tw__handle_new(struct tw_service *s, tw_service_callback *cb,
         return NULL;
     tw_timer_init(&h->timer, tw__worker_expire, h);
     h->svc = s;
-    h->cb = cb;
-    h->arg = arg;
-    atomic_init(&h->deadline, deadline);
-    atomic_init(&h->state, TW__PENDING);
+    h->cb = spec->cb;
+    h->arg = spec->arg;
+    h->release = spec->release;
+    h->period = spec->period;
+    h->kind = (unsigned char)spec->kind;
+    atomic_init(&h->deadline, spec->deadline);
+    atomic_init(&h->word, TW__PENDING);
     atomic_init(&h->refs, 1);
+    atomic_init(&h->waiters, 0);
+    atomic_init(&h->cq, 0);
     return h;
 }
 
@@ -52,25 +69,49 @@ void tw__handle_unref(struct tw_handle *h)
         tw_free(h, sizeof(*h));
 }
 
-bool tw__handle_move(struct tw_handle *h, int from, int to)
+static uint32_t with(uint32_t w, int to, bool bump)
+{
+    return ((w & ~TW__ST_MASK) + (bump ? TW__GEN_ONE : 0)) | (uint32_t)to;
+}
+
+/* Move h from the word *w to state `to` (bumping the generation if bump);
+ * on failure *w is the word found. Sequentially consistent, so that a
+ * runner's move out of a running state and its look at `waiters` pair with
+ * cancel-and-wait's increment and look at the word. */
+bool tw__handle_cas(struct tw_handle *h, uint32_t *w, int to, bool bump)
 {
     return atomic_compare_exchange_strong_explicit(
-        &h->state, &from, to, memory_order_acq_rel, memory_order_acquire);
+        &h->word, w, with(*w, to, bump), memory_order_seq_cst,
+        memory_order_acquire);
 }
 
-/* Wait out a canceller between CANCELLING and CANCELLED (a few instructions
- * unless it was preempted there); returns the state then. */
-int tw__handle_settle(struct tw_handle *h)
+/* Store state `to` into h, whose word w (LOCKED or CANCELLING) we hold. */
+void tw__handle_put(struct tw_handle *h, uint32_t w, int to, bool bump)
 {
-    int st;
-
-    while ((st = atomic_load_explicit(&h->state, memory_order_acquire)) ==
-           TW__CANCELLING)
-        sched_yield();
-    return st;
+    atomic_store_explicit(&h->word, with(w, to, bump), memory_order_seq_cst);
 }
 
-/* The service lets go of h: count the outcome, drop its reference. */
+/* Wait out a canceller or re-armer holding CANCELLING or LOCKED (a few
+ * instructions unless it was preempted there); returns the word then. */
+uint32_t tw__handle_settle(struct tw_handle *h)
+{
+    uint32_t w;
+
+    while ((w = atomic_load_explicit(&h->word, memory_order_acquire)),
+           tw__st(w) == TW__CANCELLING || tw__st(w) == TW__LOCKED)
+        sched_yield();
+    return w;
+}
+
+/* After a move out of a running state: wake any cancel-and-wait. */
+void tw__handle_wake(struct tw_handle *h)
+{
+    if (atomic_load_explicit(&h->waiters, memory_order_seq_cst))
+        tw__futex_wake(&h->word);
+}
+
+/* The service lets go of h: count the outcome, call the release hook, drop
+ * its reference. */
 void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
                      enum tw__outcome why)
 {
@@ -80,6 +121,8 @@ void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
 
     atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&s->pending, 1, memory_order_relaxed);
+    if (h->release)
+        h->release(h->arg);
     tw__handle_unref(h);
 }
 
@@ -98,7 +141,7 @@ static uint64_t mul_sat(uint64_t a, uint64_t b)
 uint64_t tw__handle_next_deadline(const struct tw_service *s,
                                   struct tw_handle *h, uint64_t now)
 {
-    uint64_t last = atomic_load_explicit(&h->deadline, memory_order_relaxed);
+    uint64_t last = tw__deadline(h);
     uint64_t next;
 
     if (h->kind == TW_FIXED_DELAY)
@@ -109,49 +152,151 @@ uint64_t tw__handle_next_deadline(const struct tw_service *s,
     return tw__add_sat(last, mul_sat((now - last) / h->period + 1, h->period));
 }
 
+/* Send h's message through the cancel queue, unless one is queued already
+ * (the worker reads the state and deadline only after taking it out). */
+static void send_message(struct tw_service *s, struct tw_handle *h)
+{
+    if (!atomic_exchange_explicit(&h->cq, 1, memory_order_acq_rel)) {
+        tw__handle_ref(h);
+        tw__mpsc_push(&s->cancelq, &h->cnode);
+    }
+}
+
 /* The canceller's side of PENDING -> CANCELLING -> CANCELLED. */
-static void cancel_pending(struct tw_handle *h)
+static void cancel_pending(struct tw_handle *h, uint32_t w)
 {
     struct tw_service *s = h->svc;
 
-    tw__handle_ref(h);
-    tw__mpsc_push(&s->cancelq, &h->cnode);
+    send_message(s, h);
     tw__worker_notify(s, tw__add_sat(tw__svc_clock(), TW__REAP_NS));
-    atomic_store_explicit(&h->state, TW__CANCELLED, memory_order_release);
+    tw__handle_put(h, w, TW__CANCELLED, false);
 }
 
 TW_PUBLIC int tw_handle_cancel(struct tw_handle *h)
 {
-    int st;
+    if (!h)
+        return -EINVAL;
+    for (;;) {
+        uint32_t w = tw__handle_settle(h);
+
+        switch (tw__st(w)) {
+        case TW__PENDING:
+            if (tw__handle_cas(h, &w, TW__CANCELLING, false)) {
+                cancel_pending(h, w);
+                return 1;
+            }
+            break;
+        case TW__DISPATCHED:
+            if (tw__handle_cas(h, &w, TW__CANCELLED, false))
+                return 1;
+            break;
+        case TW__RUNNING: /* a periodic timer would run again */
+        case TW__RUN_AGAIN:
+            if (tw__st(w) == TW__RUNNING && !h->period)
+                return 0;
+            if (tw__handle_cas(h, &w, TW__CANCEL_RUNNING, false))
+                return 1;
+            break;
+        default:
+            return 0;
+        }
+    }
+}
+
+static bool running(uint32_t w)
+{
+    int st = tw__st(w);
+
+    return st == TW__RUNNING || st == TW__RUN_AGAIN ||
+           st == TW__CANCEL_RUNNING;
+}
+
+/* Sleep until h's word is no longer w (or a spurious wake-up). */
+static void wait_change(struct tw_handle *h, uint32_t w)
+{
+    atomic_fetch_add_explicit(&h->waiters, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&h->word, memory_order_seq_cst) == w)
+        tw__futex_wait(&h->word, w);
+    atomic_fetch_sub_explicit(&h->waiters, 1, memory_order_relaxed);
+}
+
+TW_PUBLIC int tw_handle_cancel_wait(struct tw_handle *h)
+{
+    int prevented = 0;
 
     if (!h)
         return -EINVAL;
-    st = atomic_load_explicit(&h->state, memory_order_acquire);
+    if (tw__running == h)
+        return -EDEADLK;
     for (;;) {
-        if (st == TW__PENDING) {
-            if (tw__handle_move(h, st, TW__CANCELLING)) {
-                cancel_pending(h);
-                return 1;
-            }
-        } else if (st == TW__DISPATCHED || (st == TW__RUNNING && h->period)) {
-            if (tw__handle_move(h, st, TW__CANCELLED))
-                return 1;
-        } else {
-            return 0;
-        }
-        st = atomic_load_explicit(&h->state, memory_order_acquire);
+        uint32_t w;
+
+        if (tw_handle_cancel(h) == 1)
+            prevented = 1;
+        w = tw__handle_settle(h);
+        if (running(w))
+            wait_change(h, w);
+        else if (tw__st(w) != TW__PENDING && tw__st(w) != TW__DISPATCHED)
+            return prevented; /* finished: DONE, CANCELLED or RETURNED */
+        /* else re-armed after our cancel lost to a last run: go again */
     }
+}
+
+/* Under LOCKED: a re-arm to an earlier deadline of a timer that may be in
+ * the wheel tells the worker, which moves it; a later one needs nothing
+ * (the worker puts it back when the old deadline comes). */
+static void rearm_earlier(struct tw_handle *h, uint64_t deadline)
+{
+    struct tw_service *s = h->svc;
+
+    atomic_store_explicit(&s->hinted, true, memory_order_relaxed);
+    send_message(s, h);
+    tw__worker_notify(s, deadline);
+}
+
+TW_PUBLIC int tw_handle_rearm_at(struct tw_handle *h, uint64_t deadline)
+{
+    if (!h)
+        return -EINVAL;
+    for (;;) {
+        uint32_t w = tw__handle_settle(h);
+        int st = tw__st(w);
+        uint64_t old;
+
+        if (st != TW__PENDING && st != TW__DISPATCHED && st != TW__RUNNING &&
+            st != TW__RUN_AGAIN)
+            return 0;
+        if (!tw__handle_cas(h, &w, TW__LOCKED, false))
+            continue;
+        old = tw__deadline(h);
+        atomic_store_explicit(&h->deadline, deadline, memory_order_relaxed);
+        if (st == TW__PENDING && deadline < old)
+            rearm_earlier(h, deadline);
+        tw__handle_put(h, w,
+                       st == TW__RUNNING || st == TW__RUN_AGAIN ? TW__RUN_AGAIN
+                                                                : TW__PENDING,
+                       true);
+        return 1;
+    }
+}
+
+TW_PUBLIC int tw_handle_rearm(struct tw_handle *h, uint64_t delay)
+{
+    if (!h)
+        return -EINVAL;
+    return tw_handle_rearm_at(h, tw__add_sat(tw__svc_clock(), delay));
 }
 
 TW_PUBLIC enum tw_handle_state tw_handle_query(const struct tw_handle *h)
 {
     if (!h)
         return TW_HANDLE_CANCELLED;
-    switch (atomic_load_explicit(&h->state, memory_order_acquire)) {
+    switch (tw__st(tw__handle_settle((struct tw_handle *)h))) {
     case TW__PENDING:
     case TW__DISPATCHED:
         return TW_HANDLE_PENDING;
     case TW__RUNNING:
+    case TW__RUN_AGAIN:
         return TW_HANDLE_RUNNING;
     case TW__DONE:
         return TW_HANDLE_DONE;
@@ -164,7 +309,7 @@ TW_PUBLIC enum tw_handle_state tw_handle_query(const struct tw_handle *h)
 
 TW_PUBLIC uint64_t tw_handle_deadline(const struct tw_handle *h)
 {
-    return h ? atomic_load_explicit(&h->deadline, memory_order_relaxed) : 0;
+    return h ? tw__deadline(h) : 0;
 }
 
 TW_PUBLIC void tw_handle_release(struct tw_handle *h)

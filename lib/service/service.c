@@ -13,7 +13,7 @@
  * the executor threads (each finishes the callback it is running). It then
  * owns everything the service holds and sorts it out on its own thread:
  * reap the cancel queue, admit the new queue into the wheel, and take each
- * timer still in the wheel, on the leftover list or in the executor queue.
+ * timer still in the wheel or in the executor queue.
  * Each is claimed for hand-back by compare-and-swap against a racing
  * cancel; the winners are handed to the caller's function, the losers
  * counted as cancelled. Hence, once stop returns,
@@ -165,54 +165,66 @@ static int reserve(struct tw_service *s)
 
 /* Build the handle and push it to the worker. Once pushed, it may run and
  * be freed at once (when the caller keeps no reference): don't touch it. */
-static int submit(struct tw_service *s, uint64_t delay, uint64_t period,
-                  enum tw_period kind, tw_service_callback *cb, void *arg,
+static int submit(struct tw_service *s, const struct tw_timer_spec *spec,
                   struct tw_handle **out)
 {
-    uint64_t deadline = tw__add_sat(tw__svc_clock(), delay);
-    struct tw_handle *h = tw__handle_new(s, cb, arg, deadline);
+    struct tw_handle *h = tw__handle_new(s, spec);
 
     if (!h) {
         atomic_fetch_sub_explicit(&s->pending, 1, memory_order_relaxed);
         return -ENOMEM;
     }
-    h->period = period;
-    h->kind = kind;
     if (out) {
         atomic_store_explicit(&h->refs, 2, memory_order_relaxed);
         *out = h;
     }
     atomic_fetch_add_explicit(&s->accepted, 1, memory_order_relaxed);
-    tw__mpsc_push(&s->newq, &h->qnode);
-    tw__worker_notify(s, deadline);
+    tw__worker_post(s, h);
     return 0;
 }
 
-static int schedule(struct tw_service *s, uint64_t delay, uint64_t period,
-                    enum tw_period kind, tw_service_callback *cb, void *arg,
-                    struct tw_handle **out)
+TW_PUBLIC int tw_service_submit(struct tw_service *s,
+                                const struct tw_timer_spec *spec,
+                                struct tw_handle **out)
 {
     int rc;
 
     if (out)
         *out = NULL;
-    if (!s || !cb)
+    if (!s || !spec || !spec->cb ||
+        (spec->period && spec->kind != TW_FIXED_RATE &&
+         spec->kind != TW_FIXED_DELAY))
         return -EINVAL;
     rc = enter_gate(s);
     if (rc)
         return rc;
     rc = reserve(s);
     if (!rc)
-        rc = submit(s, delay, period, kind, cb, arg, out);
+        rc = submit(s, spec, out);
     leave_gate(s);
     return rc;
+}
+
+TW_PUBLIC uint64_t tw_service_now(const struct tw_service *s)
+{
+    return s ? tw__svc_clock() : 0;
+}
+
+TW_PUBLIC int tw_service_schedule_at(struct tw_service *s, uint64_t deadline,
+                                     tw_service_callback *cb, void *arg,
+                                     struct tw_handle **out)
+{
+    struct tw_timer_spec spec = {.deadline = deadline, .cb = cb, .arg = arg};
+
+    return tw_service_submit(s, &spec, out);
 }
 
 TW_PUBLIC int tw_service_schedule(struct tw_service *s, uint64_t delay,
                                   tw_service_callback *cb, void *arg,
                                   struct tw_handle **out)
 {
-    return schedule(s, delay, 0, TW_FIXED_RATE, cb, arg, out);
+    return tw_service_schedule_at(s, tw__add_sat(tw__svc_clock(), delay), cb,
+                                  arg, out);
 }
 
 TW_PUBLIC int tw_service_schedule_periodic(struct tw_service *s, uint64_t delay,
@@ -220,12 +232,20 @@ TW_PUBLIC int tw_service_schedule_periodic(struct tw_service *s, uint64_t delay,
                                            tw_service_callback *cb, void *arg,
                                            struct tw_handle **out)
 {
-    if (period == 0 || (kind != TW_FIXED_RATE && kind != TW_FIXED_DELAY)) {
+    struct tw_timer_spec spec = {
+        .deadline = tw__add_sat(tw__svc_clock(), delay),
+        .period = period,
+        .kind = kind,
+        .cb = cb,
+        .arg = arg,
+    };
+
+    if (period == 0) {
         if (out)
             *out = NULL;
         return -EINVAL;
     }
-    return schedule(s, delay, period, kind, cb, arg, out);
+    return tw_service_submit(s, &spec, out);
 }
 
 /* Close the gate and wait for the schedule calls inside to leave. */
@@ -249,8 +269,6 @@ static void gather(struct tw_service *s, struct tw__hlist *all)
     struct tw_handle *h;
     struct tw__hlist in_wheel = {0};
 
-    while ((h = tw__hlist_pop(&s->leftover)))
-        tw__hlist_push(all, h);
     while ((h = tw__hlist_pop(&s->exec.queue)))
         tw__hlist_push(all, h);
     tw_visit(s->wheel, gather_visitor, &in_wheel);
@@ -265,13 +283,33 @@ static void hand_back(struct tw_handle *h, tw_handback_fn *fn, void *ctx)
     struct tw_handback t = {
         .cb = h->cb,
         .arg = h->arg,
-        .deadline = atomic_load_explicit(&h->deadline, memory_order_relaxed),
+        .deadline = tw__deadline(h),
         .period = h->period,
-        .kind = h->kind,
+        .kind = (enum tw_period)h->kind,
     };
 
     if (fn)
         fn(&t, ctx);
+}
+
+/* Hand h back unless a cancel got it first (waiting out a re-arm or cancel
+ * in progress). */
+static void claim(struct tw_service *s, struct tw_handle *h,
+                  tw_handback_fn *fn, void *ctx)
+{
+    for (;;) {
+        uint32_t w = tw__handle_settle(h);
+
+        if (tw__st(w) != TW__PENDING && tw__st(w) != TW__DISPATCHED) {
+            tw__handle_drop(s, h, TW__OUT_CANCELLED);
+            return;
+        }
+        if (tw__handle_cas(h, &w, TW__RETURNED, false)) {
+            hand_back(h, fn, ctx);
+            tw__handle_drop(s, h, TW__OUT_RETURNED);
+            return;
+        }
+    }
 }
 
 static void shut_down(struct tw_service *s, tw_handback_fn *fn, void *ctx)
@@ -287,23 +325,16 @@ static void shut_down(struct tw_service *s, tw_handback_fn *fn, void *ctx)
         s->worker_alive = false;
     }
     tw__exec_stop(&s->exec);
+    /* fn or a release hook calling stop or destroy gets -EDEADLK */
+    tw__svc_current = s;
     tw__worker_reap(s, true);
     tw__worker_admit(s, SIZE_MAX, true);
     gather(s, &all);
-    tw__svc_current = s; /* fn calling stop or destroy gets -EDEADLK */
-    while ((h = tw__hlist_pop(&all))) {
-        if (tw__handle_move(h, TW__PENDING, TW__RETURNED) ||
-            tw__handle_move(h, TW__DISPATCHED, TW__RETURNED)) {
-            hand_back(h, fn, ctx);
-            tw__handle_drop(s, h, TW__OUT_RETURNED);
-        } else {
-            tw__handle_settle(h);
-            tw__handle_drop(s, h, TW__OUT_CANCELLED);
-        }
-    }
-    tw__svc_current = was;
+    while ((h = tw__hlist_pop(&all)))
+        claim(s, h, fn, ctx);
     /* Cancels that won during the walk queued their handles: free them. */
     tw__worker_reap(s, true);
+    tw__svc_current = was;
 }
 
 TW_PUBLIC int tw_service_stop(struct tw_service *s, tw_handback_fn *fn,

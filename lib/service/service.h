@@ -6,6 +6,7 @@
  *   handle.c    handles: reference counts, the state machine, cancel
  *   worker.c    the worker thread: admit, reap, advance, sleep
  *   executor.c  the executor pool
+ *   wait.c      sleeping on a handle's state word (cancel-and-wait)
  *   mpsc.h      the lock-free queue from producers to the worker
  *
  * The service uses the core only through its public API
@@ -18,27 +19,49 @@
  * executor. tw_service_stop() takes over the worker's structures once it
  * has joined the worker and the executor.
  *
- * A handle's state, changed only by compare-and-swap, gives every race a
- * single winner:
+ * A handle's state word (32 bits: the state in the low 4, a generation
+ * above, bumped by every re-arm) changes only by compare-and-swap, so every
+ * race has a single winner; the generation makes a worker that read a
+ * deadline and then claims the timer fail if a re-arm came in between:
  *
  *   PENDING --worker--> RUNNING (no executor) or DISPATCHED (executor)
  *   DISPATCHED --executor--> RUNNING
- *   RUNNING --> DONE (one-shot) or PENDING (periodic, re-armed)
+ *   RUNNING --> DONE (one-shot) or PENDING (periodic, next period)
+ *   PENDING/DISPATCHED --rearm--> LOCKED --> PENDING (gen + 1)
+ *   RUNNING/RUN_AGAIN --rearm--> LOCKED --> RUN_AGAIN (gen + 1)
+ *   RUN_AGAIN --> PENDING once the callback returns
  *   PENDING --cancel--> CANCELLING --> CANCELLED   (canceller pushes onto
  *                                                   cancelq in between)
- *   DISPATCHED --cancel--> CANCELLED; RUNNING --cancel--> CANCELLED
- *                                     (periodic only)
+ *   DISPATCHED --cancel--> CANCELLED
+ *   RUNNING (periodic) / RUN_AGAIN --cancel--> CANCEL_RUNNING --> CANCELLED
  *   PENDING or DISPATCHED --stop--> RETURNED
+ *
+ * LOCKED and CANCELLING are held for a few instructions by the thread that
+ * set them; everyone else waits them out (tw__handle_settle()).
+ *
+ * Custody. The service's reference is held by exactly one place at a time:
+ * the new queue (from schedule, or when the executor hands a re-armed or
+ * periodic timer back), the wheel, the worker's batch or the executor's
+ * queue, or the thread running the callback. Whoever holds custody of a
+ * cancelled handle drops it. The cancel queue carries messages, not
+ * custody: "this handle was cancelled" or "this handle was re-armed to an
+ * earlier deadline"; each message holds a reference of its own, and `cq`
+ * says whether one is queued, so a handle is never in the queue twice.
+ *
+ * A re-arm to a later deadline only writes the deadline: when the wheel
+ * fires the timer at the old one, the worker sees the new one and puts it
+ * back (lazy, as most re-arms push a deadline back). A re-arm to an earlier
+ * deadline sends a message so the worker moves it in the wheel (O(1)).
  *
  * References: one for the caller (until tw_handle_release()), one for the
  * service from schedule until the service lets go of the handle, and one
- * for each stay in cancelq. Whoever drops the last frees the handle.
+ * for each message in cancelq. Whoever drops the last frees the handle.
  *
- * Lifetime of the service against cancellers: a canceller touches the
- * service only between winning PENDING -> CANCELLING and storing CANCELLED.
- * A service thread (and stop) that meets a CANCELLING handle waits until it
- * becomes CANCELLED before letting go of it, so once stop has returned no
- * canceller can still be inside the service, and destroy may free it.
+ * Lifetime of the service against cancellers and re-armers: they touch the
+ * service only while they hold CANCELLING or LOCKED. A service thread (and
+ * stop) that meets either waits until it is gone before letting go of the
+ * handle, so once stop has returned no caller can still be inside the
+ * service, and destroy may free it.
  */
 #ifndef TW_SERVICE_H
 #define TW_SERVICE_H
@@ -59,11 +82,22 @@ enum tw__hstate {
     TW__PENDING,
     TW__DISPATCHED,
     TW__RUNNING,
+    TW__RUN_AGAIN,      /* running; re-armed: pending again once it returns */
+    TW__CANCEL_RUNNING, /* running; cancelled: will not run again */
+    TW__LOCKED,         /* a re-armer or the runner is writing `deadline` */
     TW__CANCELLING,
     TW__CANCELLED,
     TW__DONE,
     TW__RETURNED,
 };
+
+#define TW__ST_MASK 0xfu
+#define TW__GEN_ONE 0x10u
+
+static inline int tw__st(uint32_t w)
+{
+    return (int)(w & TW__ST_MASK);
+}
 
 /* How the service came to let go of a handle (which counter it adds to). */
 enum tw__outcome {
@@ -75,18 +109,23 @@ enum tw__outcome {
 struct tw_service;
 
 struct tw_handle {
-    struct tw_timer timer;      /* the core's node; worker-owned */
-    struct cds_wfcq_node qnode; /* in newq */
-    struct cds_wfcq_node cnode; /* in cancelq */
-    struct tw_handle *next;     /* executor queue and worker-local lists */
+    struct tw_timer timer; /* the core's node; worker-owned */
+    union {
+        struct cds_wfcq_node qnode; /* in newq (custody) */
+        struct tw_handle *next;     /* or in a list of the service's */
+    };
+    struct cds_wfcq_node cnode; /* in cancelq (a message) */
     struct tw_service *svc;     /* touched only as the header comment says */
     tw_service_callback *cb;
     void *arg;
-    uint64_t period; /* 0: one-shot */
-    enum tw_period kind;
-    _Atomic uint64_t deadline; /* rewritten at each re-arm */
-    _Atomic int state;         /* enum tw__hstate */
+    tw_release_fn *release;
+    uint64_t period;           /* 0: one-shot */
+    _Atomic uint64_t deadline; /* written under LOCKED (or before publishing) */
+    _Atomic uint32_t word;     /* enum tw__hstate | generation */
     atomic_uint refs;
+    atomic_uint waiters;       /* threads in tw_handle_cancel_wait() */
+    unsigned char kind;        /* enum tw_period */
+    atomic_uchar cq;           /* a message is in cancelq */
 };
 
 /* How soon the worker must unlink a cancelled timer from the wheel. A
@@ -125,6 +164,7 @@ struct tw_service {
     atomic_uint_fast64_t accepted;
     atomic_uint_fast64_t rejected;
     char pad[TW__CACHE_LINE];
+    atomic_bool hinted; /* a re-arm to an earlier deadline is in cancelq */
     /* Sleeping and waking the worker. sleep_until is the time the worker
      * sleeps until, 0 while it is awake or does not want to be woken. */
     pthread_mutex_t lock;
@@ -140,7 +180,6 @@ struct tw_service {
     /* Owned by the worker thread (by stop once it is joined). */
     struct tw_wheel *wheel;
     struct tw__hlist batch;    /* due, for the executor after the advance */
-    struct tw__hlist leftover; /* due after stop began: to hand back */
     bool reaped;               /* the last reap found cancelled timers */
     pthread_t worker;
     struct tw__exec exec;
@@ -158,6 +197,8 @@ struct tw_service {
 
 /* The service whose thread (worker, executor, or stop's visitor) this is. */
 extern _Thread_local const struct tw_service *tw__svc_current;
+/* The handle whose callback this thread is running, if any. */
+extern _Thread_local const struct tw_handle *tw__running;
 
 static inline uint64_t tw__svc_clock(void)
 {
@@ -198,16 +239,27 @@ static inline struct tw_handle *tw__hlist_pop(struct tw__hlist *l)
 }
 
 /* handle.c */
-struct tw_handle *tw__handle_new(struct tw_service *s, tw_service_callback *cb,
-                                 void *arg, uint64_t deadline);
+struct tw_handle *tw__handle_new(struct tw_service *s,
+                                 const struct tw_timer_spec *spec);
 void tw__handle_ref(struct tw_handle *h);
 void tw__handle_unref(struct tw_handle *h);
-bool tw__handle_move(struct tw_handle *h, int from, int to);
-int tw__handle_settle(struct tw_handle *h);
+uint32_t tw__handle_settle(struct tw_handle *h);
+bool tw__handle_cas(struct tw_handle *h, uint32_t *w, int to, bool bump);
+void tw__handle_put(struct tw_handle *h, uint32_t w, int to, bool bump);
 void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
                      enum tw__outcome why);
 uint64_t tw__handle_next_deadline(const struct tw_service *s,
                                   struct tw_handle *h, uint64_t now);
+void tw__handle_wake(struct tw_handle *h);
+
+/* wait.c */
+void tw__futex_wait(_Atomic uint32_t *word, uint32_t val);
+void tw__futex_wake(_Atomic uint32_t *word);
+
+static inline uint64_t tw__deadline(const struct tw_handle *h)
+{
+    return atomic_load_explicit(&h->deadline, memory_order_relaxed);
+}
 
 /* worker.c */
 void *tw__worker_main(void *arg);
@@ -215,6 +267,7 @@ void tw__worker_expire(struct tw_timer *t, void *arg);
 void tw__worker_run(struct tw_service *s, struct tw_handle *h);
 void tw__worker_kick(struct tw_service *s);
 void tw__worker_notify(struct tw_service *s, uint64_t due);
+void tw__worker_post(struct tw_service *s, struct tw_handle *h);
 void tw__worker_reap(struct tw_service *s, bool wait);
 bool tw__worker_admit(struct tw_service *s, size_t max, bool wait);
 

@@ -5,10 +5,11 @@
  * One turn of the loop:
  *   1. reap: pop the cancel queue and unlink each cancelled timer that is
  *      still in the wheel, so its memory goes back at once, not at its
- *      deadline;
+ *      deadline, and move each timer re-armed to an earlier deadline;
  *   2. admit: pop at most ADMIT_BATCH new timers into the wheel (those
  *      cancelled on the way are dropped instead);
- *   3. advance the wheel to CLOCK_MONOTONIC. Each due timer is claimed by
+ *   3. advance the wheel to CLOCK_MONOTONIC. A due timer re-armed to a
+ *      later deadline goes back into the wheel; the others are claimed by
  *      PENDING -> RUNNING and run here, or PENDING -> DISPATCHED and handed
  *      to the executor in one batch after the advance;
  *   4. sleep until the next piece of work.
@@ -26,7 +27,7 @@
  *
  * Stop closes the producers' gate and wakes the worker, which leaves the
  * loop at step 3. A timer that falls due in an advance already running when
- * stop began is not run: it goes on the leftover list to be handed back.
+ * stop began is not run: it goes back into the wheel, to be handed back.
  */
 #include <errno.h>
 #include <sched.h>
@@ -77,22 +78,36 @@ void tw__worker_notify(struct tw_service *s, uint64_t due)
         tw__worker_kick(s);
 }
 
+/* A message about h, which is ours if it is still in the wheel: unlink it
+ * if cancelled, move it if re-armed earlier. Anywhere else, whoever holds it
+ * sees the state and the deadline for itself. */
+static void take_message(struct tw_service *s, struct tw_handle *h)
+{
+    uint32_t w;
+
+    atomic_store_explicit(&h->cq, 0, memory_order_seq_cst);
+    w = tw__handle_settle(h);
+    if (tw_timer_pending(&h->timer)) {
+        if (tw__st(w) == TW__CANCELLED) {
+            tw_cancel(s->wheel, &h->timer);
+            tw__handle_drop(s, h, TW__OUT_CANCELLED);
+        } else if (tw__deadline(h) < tw_timer_deadline(&h->timer)) {
+            tw_rearm(s->wheel, &h->timer, tw__deadline(h));
+        }
+    }
+    tw__handle_unref(h); /* the message's reference */
+}
+
 void tw__worker_reap(struct tw_service *s, bool wait)
 {
     struct cds_wfcq_node *n;
     bool any = false;
 
-    while ((n = wait ? tw__mpsc_pop_wait(&s->cancelq) : tw__mpsc_pop(&s->cancelq)) &&
+    atomic_store_explicit(&s->hinted, false, memory_order_relaxed);
+    while ((n = wait ? tw__mpsc_pop_wait(&s->cancelq)
+                     : tw__mpsc_pop(&s->cancelq)) &&
            n != TW__MPSC_BUSY) {
-        struct tw_handle *h = of_cnode(n);
-
-        /* Only a timer still in the wheel is ours to drop here; one on its
-         * way through the new queue or the advance is dropped there. */
-        if (tw_timer_pending(&h->timer)) {
-            tw_cancel(s->wheel, &h->timer);
-            tw__handle_drop(s, h, TW__OUT_CANCELLED);
-        }
-        tw__handle_unref(h); /* the queue's reference */
+        take_message(s, of_cnode(n));
         any = true;
     }
     s->reaped = any;
@@ -110,67 +125,111 @@ bool tw__worker_admit(struct tw_service *s, size_t max, bool wait)
         if (n == TW__MPSC_BUSY)
             return true;
         h = of_qnode(n);
-        if (atomic_load_explicit(&h->state, memory_order_acquire) ==
-            TW__PENDING) {
-            tw_schedule(
-                s->wheel, &h->timer,
-                atomic_load_explicit(&h->deadline, memory_order_relaxed));
-        } else {
-            tw__handle_settle(h);
+        if (tw__st(tw__handle_settle(h)) == TW__PENDING)
+            tw_schedule(s->wheel, &h->timer, tw__deadline(h));
+        else
             tw__handle_drop(s, h, TW__OUT_CANCELLED);
-        }
     }
     return true;
 }
 
-/* After a callback returned: a one-shot timer is done; a periodic one goes
- * back to PENDING with its next deadline, unless it was cancelled. */
+/* Give custody of h back to the worker: push it onto the new queue. */
+void tw__worker_post(struct tw_service *s, struct tw_handle *h)
+{
+    uint64_t due = tw__deadline(h);
+
+    tw__mpsc_push(&s->newq, &h->qnode);
+    tw__worker_notify(s, due);
+}
+
+/* Periodic or re-armed h is pending again at its deadline: back into the
+ * wheel if we are the worker, else through the new queue. */
+static void requeue(struct tw_service *s, struct tw_handle *h)
+{
+    if (s->exec.nthreads == 0)
+        tw_schedule(s->wheel, &h->timer, tw__deadline(h));
+    else
+        tw__worker_post(s, h);
+}
+
+/* After a callback returned: a one-shot timer is done; a periodic or
+ * re-armed one is pending again at its next deadline; a cancelled one is
+ * let go of. Any cancel-and-wait is woken once h has left RUNNING. */
 static void finish(struct tw_service *s, struct tw_handle *h)
 {
-    uint64_t next;
+    for (;;) {
+        uint32_t w = tw__handle_settle(h);
 
-    if (!h->period) {
-        atomic_store_explicit(&h->state, TW__DONE, memory_order_release);
-        tw__handle_drop(s, h, TW__OUT_COMPLETED);
+        switch (tw__st(w)) {
+        case TW__CANCEL_RUNNING:
+            if (!tw__handle_cas(h, &w, TW__CANCELLED, false))
+                continue;
+            tw__handle_wake(h);
+            tw__handle_drop(s, h, TW__OUT_CANCELLED);
+            return;
+        case TW__RUN_AGAIN:
+            if (!tw__handle_cas(h, &w, TW__PENDING, true))
+                continue;
+            break;
+        default: /* TW__RUNNING */
+            if (!h->period) {
+                if (!tw__handle_cas(h, &w, TW__DONE, false))
+                    continue;
+                tw__handle_wake(h);
+                tw__handle_drop(s, h, TW__OUT_COMPLETED);
+                return;
+            }
+            if (!tw__handle_cas(h, &w, TW__LOCKED, false))
+                continue;
+            atomic_store_explicit(
+                &h->deadline, tw__handle_next_deadline(s, h, tw__svc_clock()),
+                memory_order_relaxed);
+            tw__handle_put(h, w, TW__PENDING, true);
+            break;
+        }
+        tw__handle_wake(h);
+        requeue(s, h);
         return;
-    }
-    next = tw__handle_next_deadline(s, h, tw__svc_clock());
-    atomic_store_explicit(&h->deadline, next, memory_order_relaxed);
-    if (!tw__handle_move(h, TW__RUNNING, TW__PENDING)) {
-        tw__handle_drop(s, h, TW__OUT_CANCELLED);
-    } else if (s->exec.nthreads == 0) {
-        tw_schedule(s->wheel, &h->timer, next); /* we are the worker */
-    } else {
-        tw__mpsc_push(&s->newq, &h->qnode);
-        tw__worker_notify(s, next);
     }
 }
 
 void tw__worker_run(struct tw_service *s, struct tw_handle *h)
 {
+    const struct tw_handle *was = tw__running;
+
     atomic_fetch_add_explicit(&s->runs, 1, memory_order_relaxed);
+    tw__running = h;
     h->cb(h, h->arg);
+    tw__running = was;
     finish(s, h);
 }
 
-/* The core's callback for every service timer. */
+/* The core's callback for every service timer: h has left the wheel. */
 void tw__worker_expire(struct tw_timer *t, void *arg)
 {
     struct tw_handle *h = arg;
     struct tw_service *s = h->svc;
     int to = s->exec.nthreads ? TW__DISPATCHED : TW__RUNNING;
 
-    (void)t;
-    if (stopping(s)) {
-        tw__hlist_push(&s->leftover, h);
-    } else if (!tw__handle_move(h, TW__PENDING, to)) {
-        tw__handle_settle(h);
-        tw__handle_drop(s, h, TW__OUT_CANCELLED);
-    } else if (to == TW__DISPATCHED) {
-        tw__hlist_push(&s->batch, h);
-    } else {
-        tw__worker_run(s, h);
+    for (;;) {
+        uint32_t w = tw__handle_settle(h);
+        uint64_t due = tw__deadline(h);
+
+        if (tw__st(w) != TW__PENDING) { /* cancelled */
+            tw__handle_drop(s, h, TW__OUT_CANCELLED);
+            return;
+        }
+        if (stopping(s) || due > tw_timer_deadline(t)) {
+            tw_schedule(s->wheel, t, due); /* to hand back, or re-armed */
+            return;
+        }
+        if (tw__handle_cas(h, &w, to, false))
+            break;
     }
+    if (to == TW__DISPATCHED)
+        tw__hlist_push(&s->batch, h);
+    else
+        tw__worker_run(s, h);
 }
 
 /* The first tick boundary after now. */
@@ -239,6 +298,11 @@ static void sleep_next(struct tw_service *s)
          * most a tick late). Waking there instead of going round the loop
          * at once keeps a busy worker from chasing every push. */
         if (!tw__mpsc_empty(&s->newq) && target > next_tick(s, now)) {
+            target = next_tick(s, now);
+            publish_sleep(s, target);
+        }
+        if (atomic_load_explicit(&s->hinted, memory_order_relaxed) &&
+            target > next_tick(s, now)) {
             target = next_tick(s, now);
             publish_sleep(s, target);
         }
