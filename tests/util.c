@@ -1,8 +1,13 @@
 /*
  * Helpers for the named-case tests (see util.h).
  */
+/* MAP_ANONYMOUS, for the guard pages. */
+#define _DEFAULT_SOURCE
 #include <criterion/criterion.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -61,4 +66,106 @@ void sleep_ns(uint64_t ns)
     struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
 
     nanosleep(&ts, NULL);
+}
+
+/* ---- the test allocator ---------------------------------------------------
+ */
+
+struct alloc_log alloc_log;
+
+/* Every block is 8-aligned, the strictest alignment of anything the library
+ * allocates; a guarded block must be a multiple of it to end on the page. */
+#define GUARD_ALIGN 8u
+
+/* A header before each malloc'd block keeps its size, to check the size
+ * tw_free() gives back; 16 bytes keep the block 16-aligned. */
+#define HEADER 16u
+
+static size_t page_size(void)
+{
+    return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* size bytes that end where a PROT_NONE page begins. */
+static void *guarded_alloc(size_t size)
+{
+    size_t page = page_size(),
+           body = (size + GUARD_ALIGN - 1) & ~(size_t)(GUARD_ALIGN - 1);
+    size_t len = (body + page - 1) / page * page;
+    char *base = mmap(NULL, len + page, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (base == MAP_FAILED)
+        return NULL;
+    if (mprotect(base + len, page, PROT_NONE) != 0) {
+        munmap(base, len + page);
+        return NULL;
+    }
+    return base + len - body;
+}
+
+static void guarded_free(void *p, size_t size)
+{
+    size_t page = page_size(),
+           body = (size + GUARD_ALIGN - 1) & ~(size_t)(GUARD_ALIGN - 1);
+    char *end = (char *)p + body;
+    char *base = (char *)((uintptr_t)p & ~(uintptr_t)(page - 1));
+
+    /* A wrong size would not end on the guard page. */
+    if ((uintptr_t)end % page != 0) {
+        atomic_fetch_add(&alloc_log.bad_frees, 1);
+        return;
+    }
+    munmap(base, (size_t)(end - base) + page);
+}
+
+static void *counted_alloc(void *ctx, size_t size)
+{
+    unsigned long call = atomic_fetch_add(&alloc_log.calls, 1) + 1;
+    void *p;
+
+    if (call == atomic_load(&alloc_log.fail_at))
+        return NULL;
+    if (ctx) {
+        p = guarded_alloc(size);
+    } else {
+        p = malloc(HEADER + size);
+        if (p) {
+            *(size_t *)p = size;
+            p = (char *)p + HEADER;
+        }
+    }
+    if (p)
+        atomic_fetch_add(&alloc_log.allocs, 1);
+    return p;
+}
+
+static void counted_free(void *ctx, void *p, size_t size)
+{
+    atomic_fetch_add(&alloc_log.frees, 1);
+    if (ctx) {
+        guarded_free(p, size);
+        return;
+    }
+    p = (char *)p - HEADER;
+    if (*(size_t *)p != size)
+        atomic_fetch_add(&alloc_log.bad_frees, 1);
+    free(p);
+}
+
+void alloc_install(bool guard)
+{
+    static int guard_ctx;
+    struct tw_allocator a = {counted_alloc, counted_free,
+                             guard ? &guard_ctx : NULL};
+
+    cr_assert_eq(tw_set_allocator(&a), 0,
+                 "tw_set_allocator() refused: the library allocated before "
+                 "this test (run each test in a process of its own, not "
+                 "with --no-fork)");
+}
+
+unsigned long alloc_live(void)
+{
+    return atomic_load(&alloc_log.allocs) - atomic_load(&alloc_log.frees);
 }

@@ -1,10 +1,14 @@
 /*
  * Small helpers shared by the named-case tests: wheels of each mode, a
- * timer that records when and in which order it fired, and the real clock.
+ * timer that records when and in which order it fired, the real clock, and
+ * an allocator for the library that counts, fails on demand and guards.
  */
 #ifndef TW_TEST_UTIL_H
 #define TW_TEST_UTIL_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "timewheel.h"
@@ -32,5 +36,33 @@ void wheel_ok(const struct tw_wheel *w);
 /* CLOCK_MONOTONIC in ns, and a sleep of ns, for the service's tests. */
 uint64_t now_ns(void);
 void sleep_ns(uint64_t ns);
+
+/*
+ * The test allocator, routed in with tw_set_allocator(). Which must come
+ * before the library's first allocation in the process: Criterion runs each
+ * test in a process of its own, so a test calls alloc_install() first (or
+ * from its .init) and the choice ends with the test.
+ *
+ * Every block is counted; the fail_at-th call to alloc (counting from 1,
+ * failed calls included) returns NULL, 0 never fails. With guard set, each
+ * block ends where an inaccessible page begins, so that a read or write
+ * one byte past any block faults in every build (ASan is not needed, and
+ * jemalloc is bypassed); otherwise blocks come from malloc(). The counters
+ * are atomic: the service's worker frees handles on its own thread.
+ */
+struct alloc_log {
+    atomic_ulong calls;     /* calls to alloc, failed ones included */
+    atomic_ulong allocs;    /* blocks handed out */
+    atomic_ulong frees;     /* blocks given back */
+    atomic_ulong bad_frees; /* given back with a size other than asked */
+    atomic_ulong fail_at;   /* the call that fails; 0: none */
+};
+
+extern struct alloc_log alloc_log;
+
+/* Install the test allocator; asserts that the library took it. */
+void alloc_install(bool guard);
+/* Blocks handed out and not given back. */
+unsigned long alloc_live(void);
 
 #endif /* TW_TEST_UTIL_H */

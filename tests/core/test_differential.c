@@ -418,7 +418,8 @@ static void harness_run(struct harness *h, uint64_t ops)
     cr_assert_eq(tw_pending(h->w), 0);
 }
 
-/* ---- the layouts ---------------------------------------------------------- */
+/* ---- the layouts ----------------------------------------------------------
+ */
 
 /* A wheel of mode with the given layout (slots NULL: the mode's default),
  * tick and start, through `OPS` random operations whose advances go at most

@@ -5,8 +5,9 @@
  * directory; TW_FUZZ_TRACE=1 prints every step of every input.
  *
  * The driver is compiled into this file because the top Makefile builds the
- * test binary from tests/test_*.c, tests/model.c and tests/util.c only.
- */
+ * test binary from tests/*/
+test_ *.c,
+    tests / model.c and tests / util.c only.* /
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdio.h>
@@ -19,7 +20,7 @@
 /* Largest input replayed; the fuzzer writes nothing longer (FUZZ_MAX_LEN). */
 #define MAX_INPUT 65536
 
-struct tally {
+        struct tally {
     size_t inputs;
     size_t regressions;
     uint64_t ops;
@@ -108,10 +109,12 @@ Test(fuzz_corpus, any_bytes_are_an_input)
 }
 
 /* A layout the contract refuses is refused, and that is all such an input
- * checks: a custom hashed wheel with a zero tick. */
+ * checks: a custom hashed wheel of 9 slots with a zero tick (tick kind 3:
+ * any number, here the empty one). */
 Test(fuzz_corpus, refused_layout_ends_the_input)
 {
-    static const uint8_t zero_tick[] = {0x07, 0x01, 0x08, 0x00, 0x00, 0x07};
+    static const uint8_t zero_tick[] = {0x07, 0x01, 0x08, 0x03,
+                                        0x00, 0x00, 0x07};
     struct fuzz_stats st;
     char why[512];
 

@@ -1,6 +1,6 @@
 /*
- * The fuzz driver (see driver.h): a decoder from bytes to operations, and a
- * reference model that knows nothing of slots or levels.
+ * The fuzz driver (see driver.h): a decoder from bytes to operations, and
+ * the model's view of every timer, which knows nothing of slots or levels.
  *
  * Input format. A read past the end yields zeros and ends the run after the
  * operation being decoded, so every string of bytes is a valid input.
@@ -9,7 +9,11 @@
  *              1 hier 64x4, 1 ms; 2 hier 4x4, 1 us; 3 hier 3,7,2,5,11, 1 ns;
  *              4 hashed 512, 1 ms; 5 hashed 8, 7 ns; 6 hier and 7 hashed
  *              with a shape and tick read from the input (possibly refused:
- *              then only the answer of tw_create() is checked).
+ *              then only the answer of tw_create() is checked): 1 to 6
+ *              levels of small counts, multiples of 64, powers of two or any
+ *              count, or one hashed level; a tick of a few ns, 1 ms, any,
+ *              or at the edge where the levels cover all of 64-bit time
+ *              (custom_layout()).
  *              Bit 7: end by destroying the wheel with its timers pending
  *              instead of running them all.
  *   byte 1     start time: 0, 123456789, 2^40, just before UINT64_MAX, or
@@ -23,8 +27,8 @@
  * time), the number a place in it.
  *
  * The model keeps, for each of NTIMERS timers, whether it is pending, its
- * deadline and due tick (128-bit arithmetic, written from the contract in
- * timewheel.h) and the advance that scheduled it. It also knows the wheel's
+ * deadline and due tick (from the reference model of tests/model.c) and
+ * the advance that scheduled it. It also knows the wheel's
  * tick between advances (`floor`): the target after a complete advance, and
  * the due tick of the last timer run after a bounded one that stopped. From
  * that it checks, at every callback: pending, not early, not in the advance
@@ -49,6 +53,8 @@
  * so that no input runs for more than a fraction of a second. */
 #define HASHED_STEP_TICKS UINT64_C(2048)
 #define HASHED_TOTAL_TICKS (UINT64_C(1) << 18)
+/* Levels of a custom hierarchical layout, at most. */
+#define CUSTOM_LEVELS 6
 /* What the visitor returns to stop a walk early. */
 #define VISIT_STOP 7
 
@@ -74,7 +80,7 @@ struct fuzz {
     bool trace;
     bool destroy_at_end;
     struct tw_config cfg;
-    uint32_t slots[8];
+    uint32_t slots[CUSTOM_LEVELS];
     struct tw_wheel *w;
     struct ftimer timers[NTIMERS];
     size_t pending;
@@ -156,7 +162,8 @@ static struct ftimer *timer_of(struct fuzz *f, uint8_t b)
     return &f->timers[b % NTIMERS];
 }
 
-/* ---- where deadlines and advances go -------------------------------------- */
+/* ---- where deadlines and advances go --------------------------------------
+ */
 
 /* n folded into [0, bound]. */
 static uint64_t upto(uint64_t n, uint64_t bound)
@@ -657,24 +664,71 @@ static void op(struct fuzz *f)
 
 /* ---- set-up and the end of a run ----------------------------------------- */
 
-/* The input's own shape: a few levels of mostly small slot counts (a big
- * level makes every tw_check() slow, and so the fuzzer). */
+/* A hierarchical level's slot count from one byte: small counts, multiples
+ * of 64 (whose bitmaps end exactly on a word), powers of two, or any count
+ * up to the limit. Big levels are a quarter of the inputs: they make every
+ * tw_check(), and so the fuzzer, slower. */
+static uint32_t slot_count(uint8_t b)
+{
+    switch (b >> 6) {
+    case 0:
+        return 2u + b % 30u;
+    case 1:
+        return 64u * (1u + b % 64u);
+    case 2:
+        return 2u << (b % 12u);
+    default:
+        return 2u + (b * 331u) % (TW_MAX_LEVEL_SLOTS - 1u);
+    }
+}
+
+/* A tick for a custom layout. kind picks: a few ns, 1 ms, any number, or
+ * edge and the two ticks above it, edge being the tick at which the layout
+ * meets a limit of 64-bit time (see custom_layout()). */
+static uint64_t tick_of(struct fuzz *f, uint64_t edge)
+{
+    uint8_t kind = byte(f);
+    uint64_t n = num(f);
+
+    switch (kind % 4) {
+    case 0:
+        return 1 + n % 1000;
+    case 1:
+        return TW_DEFAULT_TICK_NS;
+    case 2:
+        return edge + n % 3;
+    default:
+        return n;
+    }
+}
+
+/* The input's own shape: 1 to CUSTOM_LEVELS hierarchical levels, or one
+ * hashed level of up to 4096 slots, and a tick (tick_of()). The edge of a
+ * hierarchical layout of span ticks in all is UINT64_MAX / (span - 1):
+ * from there on its own levels cover all of time and no coarser level is
+ * added above them (for one level, that level is the top one); the edge of
+ * a hashed wheel is where a revolution of Netty's rounded-up wheel reaches
+ * INT64_MAX ns, the most it accepts. */
 static void custom_layout(struct fuzz *f, enum tw_mode mode)
 {
-    uint8_t b;
+    uint64_t span = 1, edge;
 
     if (mode == TW_HASHED) {
-        f->slots[0] = 1 + (uint32_t)(num(f) % 2048);
+        f->slots[0] = 1 + (uint32_t)(num(f) % TW_MAX_LEVEL_SLOTS);
         f->cfg.levels = 1;
+        while (span < f->slots[0])
+            span <<= 1;
+        edge = INT64_MAX / span;
     } else {
-        f->cfg.levels = 1 + byte(f) % 5;
+        f->cfg.levels = 1 + byte(f) % CUSTOM_LEVELS;
         for (unsigned k = 0; k < f->cfg.levels; k++) {
-            b = byte(f);
-            f->slots[k] = b < 248 ? 2u + b % 30u : 2u + (b * 331u) % 4095u;
+            f->slots[k] = slot_count(byte(f));
+            span = sat_mul(span, f->slots[k]);
         }
+        edge = UINT64_MAX / (span - 1);
     }
     f->cfg.slots = f->slots;
-    f->cfg.tick_ns = num(f);
+    f->cfg.tick_ns = tick_of(f, edge);
 }
 
 static enum tw_mode layout_mode(unsigned layout)

@@ -24,14 +24,21 @@ def num(v):
     return bytes([len(b)] + b)
 
 
+def tick(rng):
+    """A tick as custom_layout() reads it: a kind byte (a few ns, 1 ms, the
+    edge of 64-bit time, any number) and a number."""
+    kind = rng.randrange(4)
+    return bytes([kind]) + num(rng.choice([1, 7, 1000, 1000000]))
+
+
 def header(rng, layout, end_by_destroy, start):
     out = bytes([layout | (0x80 if end_by_destroy else 0)])
-    if layout == 6:  # hierarchical, shape from the input
-        levels = rng.randrange(1, 6)
+    if layout == 6:  # hierarchical, shape from the input (custom_layout())
+        levels = rng.randrange(1, 7)
         out += bytes([levels - 1] + [rng.randrange(0, 256) for _ in range(levels)])
-        out += num(rng.choice([1, 7, 1000, 1000000]))
+        out += tick(rng)
     elif layout == 7:  # hashed, shape from the input
-        out += num(rng.randrange(0, 2048)) + num(rng.choice([1, 3, 1000]))
+        out += num(rng.randrange(0, 4096)) + tick(rng)
     return out + bytes([start]) + num(rng.randrange(0, 1 << 20))
 
 
