@@ -5,9 +5,9 @@
  * directory; TW_FUZZ_TRACE=1 prints every step of every input.
  *
  * The driver is compiled into this file because the top Makefile builds the
- * test binary from tests/*/
-test_ *.c,
-    tests / model.c and tests / util.c only.* /
+ * test binary from tests/<layer>/test_*.c, tests/model.c and tests/util.c
+ * only.
+ */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <stdio.h>
