@@ -177,3 +177,4 @@ clean:
 -include bench/service/service.mk
 -include bench/netty/netty.mk
 -include tests/extra.mk
+-include docs/examples/examples.mk
