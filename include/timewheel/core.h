@@ -106,14 +106,15 @@ struct tw_link {
  */
 struct tw_timer {
     struct tw_link link; /* NULL next: not pending */
-    uint64_t deadline;   /* absolute, ns, as scheduled (saturated) */
-    uint64_t aux;        /* hier: due tick; hashed: remaining rounds */
+    uint64_t deadline;   /* absolute, ns, as scheduled (saturated); the
+                          * wheel derives its level, slot or bucket and
+                          * whether it is due from this alone */
     tw_callback *cb;
     void *arg;
 };
 
 #if !defined(__cplusplus) && (defined(__x86_64__) || defined(__aarch64__))
-_Static_assert(sizeof(struct tw_timer) <= 48, "struct tw_timer must fit 48 B");
+_Static_assert(sizeof(struct tw_timer) <= 40, "struct tw_timer must fit 40 B");
 #endif
 
 /*

@@ -26,14 +26,16 @@
 
 static void flush_deferred(struct tw_wheel *w)
 {
+    uint64_t due_ns = tw__tick_time(w, w->cur);
+
     while (!tw__list_empty(&w->deferred)) {
         struct tw_timer *t = tw__list_timer(w->deferred.next);
 
         tw__list_unlink(&t->link);
-        if (t->aux <= w->cur)
+        if (t->deadline <= due_ns)
             tw__list_push_back(&w->expired, &t->link);
         else
-            tw__insert(w, t, t->aux);
+            tw__insert(w, t);
     }
 }
 
@@ -76,7 +78,7 @@ TW_PUBLIC int64_t tw_advance_bounded(struct tw_wheel *w, uint64_t now,
     w->now = now;
     target = tw__time_tick(w, now);
     flush_deferred(w);
-    w->defer_to = target;
+    tw__set_defer(w, tw__tick_time(w, target));
     w->busy |= TW__ADVANCING;
     for (;;) {
         ran += run_expired(w, max_run - ran);
@@ -85,7 +87,7 @@ TW_PUBLIC int64_t tw_advance_bounded(struct tw_wheel *w, uint64_t now,
     }
     w->busy &= ~TW__ADVANCING;
     /* Outside an advance only ticks up to cur are due (timer.c). */
-    w->defer_to = w->cur;
+    tw__set_defer(w, tw__tick_time(w, w->cur));
     return (int64_t)ran;
 }
 

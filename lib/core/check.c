@@ -44,18 +44,30 @@ static int check_links(const struct tw_link *head, size_t limit, size_t *count,
     return 0;
 }
 
-/* Due timers must carry their due tick; expired ones must have reached it. */
-static int check_due_list(const struct tw_wheel *w, const struct tw_link *head,
-                          bool expired, char *why, size_t len)
+/* Expired timers must have reached their due tick. */
+static int check_expired(const struct tw_wheel *w, char *why, size_t len)
 {
+    const struct tw_link *head = &w->expired;
+
     for (const struct tw_link *n = head->next; n != head; n = n->next) {
         const struct tw_timer *t = tw__list_timer((struct tw_link *)n);
 
-        if (t->aux != tw__due_tick(w, t->deadline))
-            return tw__fail(why, len, "due list timer with wrong due tick");
-        if (expired && t->aux > w->cur)
+        if (tw__due_tick(w, t->deadline) > w->cur)
             return tw__fail(why, len, "expired timer due after cur");
     }
+    return 0;
+}
+
+/* Outside an advance, deadlines up to cur's boundary are deferred. */
+static int check_defer(const struct tw_wheel *w, char *why, size_t len)
+{
+    bool open = w->mode == TW_HIER && !(w->busy & TW__VISITING);
+
+    if (!(w->busy & TW__ADVANCING) &&
+        w->defer_ns != tw__tick_time(w, w->cur))
+        return tw__fail(why, len, "deferral bound is not cur's boundary");
+    if (w->fast_ns != (open ? w->defer_ns : UINT64_MAX))
+        return tw__fail(why, len, "fast-path bound does not match");
     return 0;
 }
 
@@ -84,9 +96,9 @@ TW_PUBLIC int tw_check(const struct tw_wheel *w, char *why, size_t len)
         return tw__fail(why, len, "cur is ahead of the wheel's time");
     rc = check_counts(w, why, len);
     if (!rc)
-        rc = check_due_list(w, &w->expired, true, why, len);
+        rc = check_expired(w, why, len);
     if (!rc)
-        rc = check_due_list(w, &w->deferred, false, why, len);
+        rc = check_defer(w, why, len);
     if (!rc)
         rc = w->mode == TW_HIER ? tw__hier_check(w, why, len)
                                 : tw__hashed_check(w, why, len);

@@ -48,6 +48,30 @@ static uint64_t mul_sat(uint64_t a, uint64_t b)
     return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }
 
+/* Last tick of the revolution starting at base; the revolutions at the end
+ * of time are cut short at UINT64_MAX. */
+static uint64_t revolution_last(uint64_t base, uint64_t span)
+{
+    return span - 1 > UINT64_MAX - base ? UINT64_MAX : base + (span - 1);
+}
+
+/* Start level k's revolution at tick base, with the fields insertion reads
+ * in ns (wheel.h). org_ns wraps when base is 0 and start < tick - 1; the
+ * slot arithmetic is modulo 2^64 and exact all the same. */
+static void set_base(struct tw_wheel *w, unsigned k, uint64_t base)
+{
+    struct tw__level *lv = &w->levels[k];
+
+    lv->base = base;
+    /* A level of more than 2^64 ticks has one revolution: all of time. */
+    lv->last = lv->span == UINT64_MAX ? UINT64_MAX
+                                      : revolution_last(base, lv->span);
+    w->place[k].org_ns = w->start_ns + 1 + (base - 1) * w->tick_ns;
+    w->place[k].last_ns = tw__tick_time(w, lv->last);
+    if (k + 1 == w->nexact)
+        w->exact_ns = w->place[k].last_ns;
+}
+
 /* Append one level of n slots; width is the product of the slot counts
  * below it. Returns -EINVAL when its slots would be wider than 64-bit ns. */
 static int add_level(struct tw_wheel *w, uint32_t n, uint64_t width,
@@ -63,8 +87,13 @@ static int add_level(struct tw_wheel *w, uint32_t n, uint64_t width,
     lv->nslots = n;
     lv->width = width;
     lv->span = mul_sat(width, n);
-    lv->base = 0;
-    lv->last = lv->span == UINT64_MAX ? UINT64_MAX : lv->span - 1;
+    /* d - org_ns stays below span * tick: exact while that fits. */
+    if (mul_sat(lv->span, w->tick_ns) != UINT64_MAX) {
+        /* Spans only grow, so these levels are the lowest ones. */
+        w->place[w->nlevels - 1].width_ns = width * w->tick_ns;
+        w->nexact = w->nlevels;
+    }
+    set_base(w, w->nlevels - 1, 0);
     lv->first = (uint32_t)w->nslots;
     w->nslots += n;
     w->nwords += (n + 63) / 64;
@@ -109,21 +138,14 @@ int tw__hier_layout(struct tw_wheel *w, const struct tw_config *cfg)
     return alloc_bitmaps(w);
 }
 
-/* Last tick of the revolution starting at base; the revolutions at the end
- * of time are cut short at UINT64_MAX. */
-static uint64_t revolution_last(uint64_t base, uint64_t span)
-{
-    return span - 1 > UINT64_MAX - base ? UINT64_MAX : base + (span - 1);
-}
-
 /* Level k's revolution and digit for tick, when tick lies in no revolution
  * it had. */
-static void level_seek(struct tw__level *lv, uint64_t tick)
+static void level_seek(struct tw_wheel *w, unsigned k, uint64_t tick)
 {
-    if (lv->span != UINT64_MAX) {
-        lv->base = tick - tick % lv->span;
-        lv->last = revolution_last(lv->base, lv->span);
-    }
+    struct tw__level *lv = &w->levels[k];
+
+    if (lv->span != UINT64_MAX)
+        set_base(w, k, tick - tick % lv->span);
     lv->pos = (uint32_t)((tick - lv->base) / lv->width);
 }
 
@@ -142,7 +164,7 @@ static void jump(struct tw_wheel *w, uint64_t target)
             lv->pos = (uint32_t)((target - lv->base) / lv->width);
             return;
         }
-        level_seek(lv, target);
+        level_seek(w, k, target);
     }
 }
 
@@ -153,18 +175,22 @@ static void move_to(struct tw_wheel *w, unsigned k, uint32_t s, uint64_t tick)
     w->cur = tick;
     w->levels[k].pos = s;
     for (unsigned j = 0; j < k; j++) {
-        struct tw__level *lv = &w->levels[j];
-
-        lv->base = tick;
-        lv->last = revolution_last(tick, lv->span);
-        lv->pos = 0;
+        set_base(w, j, tick);
+        w->levels[j].pos = 0;
     }
 }
 
-void tw__hier_occupy(struct tw_wheel *w, struct tw__level *lv, uint32_t s)
+void tw__hier_occupy(struct tw_wheel *w, unsigned k, uint32_t s)
 {
-    tw__bitmap_set(&lv->bits, s);
-    w->occupied |= UINT64_C(1) << (lv - w->levels);
+    tw__bitmap_set(&w->levels[k].bits, s);
+    w->occupied |= UINT64_C(1) << k;
+}
+
+uint64_t tw__hier_slot_slow(const struct tw_wheel *w, unsigned k, uint64_t d)
+{
+    const struct tw__level *lv = &w->levels[k];
+
+    return (tw__due_tick(w, d) - lv->base) / lv->width;
 }
 
 void tw__hier_emptied(struct tw_wheel *w, struct tw_link *head)
@@ -236,6 +262,7 @@ static void demote_slot(struct tw_wheel *w, unsigned k, uint32_t s)
     struct tw__level *lv = &w->levels[k];
     struct tw_link *head = &w->slots[lv->first + s];
     struct tw_link *n = head->next;
+    uint64_t due_ns = tw__tick_time(w, w->cur);
 
     tw__list_init(head);
     tw__bitmap_clear(&lv->bits, s);
@@ -245,10 +272,11 @@ static void demote_slot(struct tw_wheel *w, unsigned k, uint32_t s)
         struct tw_link *next = n->next;
         struct tw_timer *t = tw__list_timer(n);
 
-        if (t->aux == w->cur)
+        /* Its due tick is at or after cur, the start of this slot. */
+        if (t->deadline <= due_ns)
             tw__list_push_back(&w->expired, &t->link);
         else
-            tw__hier_insert(w, t, t->aux);
+            tw__hier_insert(w, t);
         n = next;
     }
 }
@@ -291,9 +319,9 @@ static int check_slot(const struct tw_wheel *w, unsigned k, uint32_t s,
                         bit, bit ? "empty" : "not empty");
     for (const struct tw_link *n = head->next; n != head; n = n->next) {
         const struct tw_timer *t = tw__list_timer((struct tw_link *)n);
-        uint64_t e = t->aux;
+        uint64_t e = tw__due_tick(w, t->deadline);
 
-        if (e != tw__due_tick(w, t->deadline) || e <= w->cur)
+        if (e <= w->cur)
             return tw__fail(why, len,
                             "level %u slot %u: due tick %llu, "
                             "cur %llu",
@@ -323,6 +351,11 @@ static int check_level(const struct tw_wheel *w, unsigned k, char *why,
         (w->cur - lv->base) / lv->width != lv->pos ||
         (lv->span != UINT64_MAX && lv->base % lv->span != 0))
         return tw__fail(why, len, "level %u: revolution does not hold cur", k);
+    if (w->place[k].last_ns != tw__tick_time(w, lv->last) ||
+        w->place[k].org_ns != w->start_ns + 1 + (lv->base - 1) * w->tick_ns ||
+        w->place[k].slot0 != &w->slots[lv->first] ||
+        (k + 1 == w->nexact && w->exact_ns != w->place[k].last_ns))
+        return tw__fail(why, len, "level %u: ns bounds do not match", k);
     if (nwords < 64 && lv->bits.summary >> nwords)
         return tw__fail(why, len, "level %u: summary bit past its words", k);
     for (unsigned i = 0; i < nwords; i++) {

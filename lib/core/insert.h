@@ -13,51 +13,54 @@
 #include "list.h"
 #include "wheel.h"
 
-/* Mark slot s of level lv occupied (hier.c; out of line, as it is rare). */
-void tw__hier_occupy(struct tw_wheel *w, struct tw__level *lv, uint32_t s);
+/* Mark slot s of level k occupied (hier.c; out of line, as it is rare). */
+void tw__hier_occupy(struct tw_wheel *w, unsigned k, uint32_t s);
+/* Slot of d at level k whose width_ns is 0 (hier.c; the top levels only). */
+uint64_t tw__hier_slot_slow(const struct tw_wheel *w, unsigned k, uint64_t d);
 
-/* Hierarchical: the lowest level whose current revolution reaches due, in
- * the slot of due's digit there. */
-static inline void tw__hier_insert(struct tw_wheel *w, struct tw_timer *t,
-                                   uint64_t due)
+/* Hierarchical: the lowest level whose current revolution reaches t's due
+ * tick, in the slot of that tick's digit there. Both are found from the
+ * deadline in ns (wheel.h), so the due tick is never computed: one division
+ * in all. */
+static inline void tw__hier_insert(struct tw_wheel *w, struct tw_timer *t)
 {
-    struct tw__level *lv = w->levels;
+    uint64_t d = t->deadline, s;
+    const struct tw__place *p = w->place;
     struct tw_link *head;
-    uint64_t offset;
-    uint32_t s;
 
-    while (due > lv->last)
-        lv++;
-    offset = due - lv->base;
-    s = (uint32_t)(lv->width == 1 ? offset : offset / lv->width);
-    head = &w->slots[lv->first + s];
-    t->aux = due;
+    while (d > p->last_ns)
+        p++;
+    if (__builtin_expect(p->width_ns != 0, 1))
+        s = (d - p->org_ns) / p->width_ns;
+    else
+        s = tw__hier_slot_slow(w, (unsigned)(p - w->place), d);
+    head = p->slot0 + s;
     /* Bits change only when a slot stops being empty: skipping them
      * otherwise keeps this path short, which matters when the timers are
      * cold and many schedules must overlap their cache misses. */
     if (tw__list_empty(head))
-        tw__hier_occupy(w, lv, s);
+        tw__hier_occupy(w, (unsigned)(p - w->place), (uint32_t)s);
     tw__list_push_back(head, &t->link);
 }
 
-/* Hashed: bucket due & mask, after (due - next) / slots whole revolutions,
- * with next = cur + 1 the tick the wheel processes next (Netty's arithmetic;
- * due >= next here, so max(due, next) is due). */
-static inline void tw__hashed_insert(struct tw_wheel *w, struct tw_timer *t,
-                                     uint64_t due)
+/* Hashed: bucket due & mask. Netty also stores the remaining rounds,
+ * (due - next) / slots; here a visited timer is due exactly when its
+ * deadline is at or before the visited tick's boundary (hashed.c), which
+ * says the same without a field or a store per visit. */
+static inline void tw__hashed_insert(struct tw_wheel *w, struct tw_timer *t)
 {
-    t->aux = (due - (w->cur + 1)) >> w->shift;
+    uint64_t due = tw__due_tick(w, t->deadline);
+
     tw__list_push_back(&w->slots[due & w->mask], &t->link);
 }
 
-/* Either design. */
-static inline void tw__insert(struct tw_wheel *w, struct tw_timer *t,
-                              uint64_t due)
+/* Either design; t->deadline is set and its due tick is after cur. */
+static inline void tw__insert(struct tw_wheel *w, struct tw_timer *t)
 {
     if (w->mode == TW_HIER)
-        tw__hier_insert(w, t, due);
+        tw__hier_insert(w, t);
     else
-        tw__hashed_insert(w, t, due);
+        tw__hashed_insert(w, t);
 }
 
 #endif /* TW_INSERT_H */

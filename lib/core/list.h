@@ -35,9 +35,11 @@ static inline void tw__list_push_back(struct tw_link *head, struct tw_link *node
 {
     struct tw_link *last = head->prev;
 
-    node->next = head;
+    /* This order keeps GCC from pairing the node's two stores into a
+     * vector store, which takes four instructions instead of two. */
     node->prev = last;
     last->next = node;
+    node->next = head;
     head->prev = node;
 }
 

@@ -44,13 +44,6 @@ static void default_layout(struct tw_config *cfg)
     }
 }
 
-uint64_t tw__tick_time(const struct tw_wheel *w, uint64_t tick)
-{
-    if (tick > (UINT64_MAX - w->start_ns) / w->tick_ns)
-        return UINT64_MAX;
-    return w->start_ns + tick * w->tick_ns;
-}
-
 uint64_t tw__time_tick(const struct tw_wheel *w, uint64_t time)
 {
     if (time == UINT64_MAX)
@@ -69,6 +62,9 @@ static int alloc_slots(struct tw_wheel *w)
         return -ENOMEM;
     for (size_t i = 0; i < w->nslots; i++)
         tw__list_init(&w->slots[i]);
+    /* Each hierarchical level's first slot, for insertion (wheel.h). */
+    for (unsigned k = 0; k < w->nlevels; k++)
+        w->place[k].slot0 = &w->slots[w->levels[k].first];
     return 0;
 }
 
@@ -96,6 +92,8 @@ static int build(struct tw_wheel *w, const struct tw_config *given)
     w->start_ns = cfg.start_ns;
     w->now = cfg.start_ns;
     w->max_tick = tw__due_tick(w, UINT64_MAX);
+    w->tick_limit = (UINT64_MAX - w->start_ns) / w->tick_ns;
+    tw__set_defer(w, w->start_ns); /* the boundary of tick 0 */
     tw__list_init(&w->expired);
     tw__list_init(&w->deferred);
     rc = w->mode == TW_HIER ? tw__hier_layout(w, &cfg)
@@ -220,7 +218,9 @@ TW_PUBLIC int tw_visit(struct tw_wheel *w, tw_visitor *fn, void *ctx)
         return -EINVAL;
     busy = w->busy;
     w->busy |= TW__VISITING;
+    tw__set_defer(w, w->defer_ns); /* closes the fast path */
     rc = each_list(w, visit_list, &v);
     w->busy = busy;
+    tw__set_defer(w, w->defer_ns);
     return rc;
 }

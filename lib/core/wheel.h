@@ -38,17 +38,37 @@
 /* One level of the hierarchical wheel. Its current revolution ("block") is
  * the range of ticks [base, last] that share every digit above this level
  * with cur; slot s covers ticks base + s * width .. base + (s + 1) * width - 1.
- * Occupied slots are always after pos, the digit of cur at this level. */
+ * Occupied slots are always after pos, the digit of cur at this level.
+ *
+ * Insertion reads only the level's tw__place (below). */
 struct tw__level {
-    uint64_t width; /* ticks per slot */
-    uint64_t span;  /* ticks per revolution, UINT64_MAX if more */
-    uint64_t base;  /* first tick of the current revolution */
-    uint64_t last;  /* last tick of the current revolution (saturated) */
+    uint64_t width;    /* ticks per slot */
+    uint64_t span;     /* ticks per revolution, UINT64_MAX if more */
+    uint64_t base;     /* first tick of the current revolution */
+    uint64_t last;     /* last tick of the current revolution (saturated) */
     uint32_t nslots;
-    uint32_t pos;   /* cur's slot at this level */
     uint32_t first; /* index of slot 0 in tw_wheel.slots */
+    uint32_t pos;   /* cur's slot at this level */
     uint32_t unused;
     struct tw__bitmap bits;
+};
+
+/* What insertion reads of level k, in ns, so that it divides once and never
+ * computes a due tick. A deadline d belongs to the lowest level with
+ * d <= last_ns (the boundary of its last tick, saturated). A deadline
+ * d > start with due tick e in [base, last] lies in slot
+ *     (e - base) / width = (d - org_ns) / width_ns,
+ * with org_ns = start + 1 + (base - 1) * tick (mod 2^64) and width_ns =
+ * width * tick, since d - org_ns = (e - base) * tick + r with 0 <= r < tick,
+ * below span * tick. Where that product does not fit 64 bits (the top
+ * levels of a layout) width_ns is 0 and the slot comes from the due tick.
+ * 32 bytes each, in an array apart from the levels: the level search reads
+ * one cache line for the four lowest levels. */
+struct tw__place {
+    uint64_t last_ns;
+    uint64_t org_ns;
+    uint64_t width_ns;
+    struct tw_link *slot0; /* the level's first slot head */
 };
 
 struct tw_wheel {
@@ -59,8 +79,11 @@ struct tw_wheel {
     uint64_t now;      /* latest time given to an advance */
     uint64_t cur;      /* last tick processed */
     uint64_t max_tick; /* due tick of UINT64_MAX: the end of time */
-    uint64_t defer_to; /* due ticks <= this are deferred: the target while
-                        * advancing, cur otherwise */
+    uint64_t tick_limit; /* largest k with start + k * tick in 64 bits */
+    uint64_t defer_ns; /* deadlines <= this are deferred: the boundary of the
+                        * target tick while advancing, of cur otherwise */
+    uint64_t fast_ns;  /* defer_ns, or UINT64_MAX when the fast path of
+                        * schedule and re-arm is closed (timer.c) */
     size_t count;      /* pending timers */
     struct tw_link expired;
     struct tw_link deferred;
@@ -71,6 +94,9 @@ struct tw_wheel {
     /* hierarchical */
     uint64_t occupied; /* bit k: level k holds a timer */
     unsigned nlevels;
+    unsigned nexact;   /* levels with width_ns > 0: the lowest ones */
+    uint64_t exact_ns; /* last_ns of the highest of them, 0 if none */
+    struct tw__place place[TW__LEVELS_MAX];
     struct tw__level levels[TW__LEVELS_MAX];
     /* hashed */
     uint64_t mask;  /* slots - 1 */
@@ -87,15 +113,28 @@ static inline uint64_t tw__due_tick(const struct tw_wheel *w, uint64_t deadline)
     return (deadline - w->start_ns - 1) / w->tick_ns + 1;
 }
 
-/* Time of tick boundary k, saturating at UINT64_MAX. */
-uint64_t tw__tick_time(const struct tw_wheel *w, uint64_t tick);
+/* Time of tick boundary k, saturating at UINT64_MAX. A timer is due at
+ * tick k exactly when its deadline is <= tw__tick_time(w, k). */
+static inline uint64_t tw__tick_time(const struct tw_wheel *w, uint64_t tick)
+{
+    return tick > w->tick_limit ? UINT64_MAX : w->start_ns + tick * w->tick_ns;
+}
 /* The tick a time has reached: floor, except UINT64_MAX reaches max_tick. */
 uint64_t tw__time_tick(const struct tw_wheel *w, uint64_t time);
 /* Write a formatted invariant failure into why; returns -EPROTO. */
 int tw__fail(char *why, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Hierarchical design (hier.c; the insert is inline in hier.h). */
+/* Set the deferral bound, and the fast-path bound that goes with it: open
+ * only for a hierarchical wheel that no visitor walks (timer.c). */
+static inline void tw__set_defer(struct tw_wheel *w, uint64_t ns)
+{
+    w->defer_ns = ns;
+    w->fast_ns = w->mode == TW_HIER && !(w->busy & TW__VISITING) ? ns
+                                                                 : UINT64_MAX;
+}
+
+/* Hierarchical design (hier.c; the insert is inline in insert.h). */
 int tw__hier_layout(struct tw_wheel *w, const struct tw_config *cfg);
 void tw__hier_emptied(struct tw_wheel *w, struct tw_link *head);
 /* Collect the next tick with work at or before target (with batch, every

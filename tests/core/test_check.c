@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "list.h"
 #include "util.h"
 #include "wheel.h"
 
@@ -44,10 +45,23 @@ Test(check, hier_corruptions)
     expect_broken(w, "wrong count");
     w->count--;
 
-    saved = a.t.aux;
-    a.t.aux += 1000;
-    expect_broken(w, "wrong due tick");
-    a.t.aux = saved;
+    /* Still in level 1 (under 1 min), but slot 7 rather than 5. */
+    saved = a.t.deadline;
+    a.t.deadline = 7 * SEC;
+    expect_broken(w, "wrong slot within the level");
+    a.t.deadline = saved;
+
+    w->place[1].last_ns -= 1;
+    expect_broken(w, "level bound in ns");
+    w->place[1].last_ns += 1;
+
+    w->place[2].org_ns += 1;
+    expect_broken(w, "level origin in ns");
+    w->place[2].org_ns -= 1;
+
+    w->defer_ns += 1;
+    expect_broken(w, "deferral bound");
+    w->defer_ns -= 1;
 
     a.t.deadline += 3 * SEC;
     expect_broken(w, "timer in the wrong slot");
@@ -93,9 +107,6 @@ Test(check, hashed_corruptions)
     rec_init(&a, w);
     cr_assert_eq(tw_schedule(w, &a.t, 3 * SEC), 0);
     wheel_ok(w);
-    a.t.aux++;
-    expect_broken(w, "wrong rounds");
-    a.t.aux--;
     a.t.deadline += MS;
     expect_broken(w, "wrong bucket");
     a.t.deadline -= MS;
@@ -106,17 +117,34 @@ Test(check, hashed_corruptions)
     tw_destroy(w);
 }
 
+/* A timer on the expired list must have reached its due tick. */
+static void move_to_expired(struct tw_timer *t, void *arg)
+{
+    struct tw_wheel *w = arg;
+    struct tw_timer *other;
+
+    (void)t;
+    wheel_ok(w);
+    if (tw__list_empty(&w->expired))
+        return;
+    other = TW_CONTAINER_OF(w->expired.next, struct tw_timer, link);
+    other->deadline = 2 * SEC;
+    expect_broken(w, "expired timer due after cur");
+    other->deadline = SEC;
+    wheel_ok(w);
+}
+
 Test(check, due_lists)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
-    struct rec a;
+    struct tw_timer a, b;
 
-    rec_init(&a, w);
-    cr_assert_eq(tw_advance(w, SEC), 0);
-    cr_assert_eq(tw_schedule(w, &a.t, MS), 0);
-    wheel_ok(w);
-    a.t.aux = 77;
-    expect_broken(w, "deferred timer with a wrong due tick");
-    a.t.aux = 1;
+    tw_timer_init(&a, move_to_expired, w);
+    tw_timer_init(&b, move_to_expired, w);
+    cr_assert_eq(tw_schedule(w, &a, SEC), 0);
+    cr_assert_eq(tw_schedule(w, &b, SEC), 0);
+    /* The first callback finds the other timer on the expired list. */
+    cr_assert_eq(tw_advance_bounded(w, SEC, 1), 1);
+    cr_assert_eq(tw_advance(w, SEC), 1);
     tw_destroy(w);
 }

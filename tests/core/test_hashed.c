@@ -32,7 +32,17 @@ Test(hashed, slots_round_up_to_power_of_two)
     }
 }
 
-Test(hashed, rounds_count_down_once_per_revolution)
+/* The bucket of t: its list head, found by walking to it. */
+static struct tw_link *bucket_of(struct tw_wheel *w, struct tw_timer *t)
+{
+    struct tw_link *n = t->link.next;
+
+    while (n < w->slots || n >= w->slots + w->nslots)
+        n = n->next;
+    return n;
+}
+
+Test(hashed, timer_waits_in_its_bucket_for_its_rounds)
 {
     struct tw_wheel *w = wheel_new(TW_HASHED);
     struct rec r;
@@ -40,20 +50,35 @@ Test(hashed, rounds_count_down_once_per_revolution)
 
     rec_init(&r, w);
     cr_assert_eq(tw_schedule(w, &r.t, due * MS), 0);
-    /* next = 1: rounds = (1546 - 1) / 512 = 3, bucket 1546 & 511 = 10. */
-    cr_assert_eq(r.t.aux, 3);
-    cr_assert_eq(r.t.link.prev, &w->slots[10]);
-    cr_assert_eq(tw_advance(w, 10 * MS), 0);
-    cr_assert_eq(r.t.aux, 2);
-    cr_assert_eq(tw_advance(w, (512 + 10) * MS), 0);
-    cr_assert_eq(r.t.aux, 1);
-    cr_assert_eq(tw_advance(w, (1024 + 9) * MS), 0);
-    cr_assert_eq(r.t.aux, 1);
-    cr_assert_eq(tw_advance(w, (1024 + 10) * MS), 0);
-    cr_assert_eq(r.t.aux, 0);
-    wheel_ok(w);
+    /* next = 1: rounds = (1546 - 1) / 512 = 3, bucket 1546 & 511 = 10.
+     * Each revolution visits it and leaves it there, until the fourth. */
+    cr_assert_eq(bucket_of(w, &r.t), &w->slots[10]);
+    for (uint64_t rev = 0; rev < 3; rev++) {
+        cr_assert_eq(tw_advance(w, (rev * 512 + 10) * MS), 0);
+        cr_assert_eq(bucket_of(w, &r.t), &w->slots[10]);
+        cr_assert_eq(tw_advance(w, (rev * 512 + 11) * MS), 0);
+        wheel_ok(w);
+    }
     cr_assert_eq(tw_advance(w, (due - 1) * MS), 0);
+    cr_assert_eq(r.fired, 0);
     cr_assert_eq(tw_advance(w, due * MS), 1);
+    cr_assert_eq(r.fired, 1);
+    tw_destroy(w);
+}
+
+/* A deadline between two boundaries is due at the later one, in the
+ * revolution of its due tick, not at an earlier visit of its bucket. */
+Test(hashed, deadline_inside_a_tick_fires_at_its_boundary)
+{
+    struct tw_wheel *w = wheel_new(TW_HASHED);
+    struct rec r;
+
+    rec_init(&r, w);
+    cr_assert_eq(tw_schedule(w, &r.t, 512 * MS + 1), 0); /* due tick 513 */
+    cr_assert_eq(bucket_of(w, &r.t), &w->slots[1]);
+    cr_assert_eq(tw_advance(w, 1 * MS), 0);
+    cr_assert_eq(tw_advance(w, 512 * MS), 0);
+    cr_assert_eq(tw_advance(w, 513 * MS), 1);
     tw_destroy(w);
 }
 
@@ -66,7 +91,7 @@ Test(hashed, rearm_recomputes_rounds)
     cr_assert_eq(tw_schedule(w, &r.t, 5000 * MS), 0);
     cr_assert_eq(tw_advance(w, 100 * MS), 0);
     cr_assert_eq(tw_rearm(w, &r.t, 120 * MS), 1);
-    cr_assert_eq(r.t.aux, 0);
+    cr_assert_eq(bucket_of(w, &r.t), &w->slots[120]);
     wheel_ok(w);
     cr_assert_eq(tw_advance(w, 120 * MS), 1);
     tw_destroy(w);
@@ -79,8 +104,8 @@ Test(hashed, one_slot_wheel_counts_every_tick)
 
     rec_init(&r, w);
     cr_assert_eq(tw_schedule(w, &r.t, 40 * MS), 0);
-    cr_assert_eq(r.t.aux, 39);
-    cr_assert_eq(tw_advance(w, 39 * MS), 0);
+    for (uint64_t ms = 1; ms < 40; ms++)
+        cr_assert_eq(tw_advance(w, ms * MS), 0);
     cr_assert_eq(tw_advance(w, 40 * MS), 1);
     tw_destroy(w);
 }

@@ -149,3 +149,91 @@ Test(hier, empty_slots_leave_no_bits)
     cr_assert_eq(tw_next_deadline(w), UINT64_MAX);
     tw_destroy(w);
 }
+
+/* The slot list that holds t (NULL if none), found by walking to its head. */
+static const struct tw_link *slot_of(const struct tw_wheel *w,
+                                     const struct tw_timer *t)
+{
+    const struct tw_link *n = t->link.next;
+
+    while (n && ((uintptr_t)n < (uintptr_t)w->slots ||
+                 (uintptr_t)n >= (uintptr_t)(w->slots + w->nslots)))
+        n = n->next;
+    return n;
+}
+
+/* Re-arm takes a fast path only when no occupancy bit changes (the timer's
+ * list keeps others, the new slot is occupied); every other case goes the
+ * general way. Each case must leave the same wheel. */
+Test(hier, rearm_fast_and_general_paths_agree)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec a, b, c;
+
+    rec_init(&a, w);
+    rec_init(&b, w);
+    rec_init(&c, w);
+    cr_assert_eq(tw_schedule(w, &a.t, 5 * SEC), 0); /* level 1, slot 5 */
+    cr_assert_eq(tw_schedule(w, &b.t, 5 * SEC + 300 * MS), 0);
+    cr_assert_eq(tw_schedule(w, &c.t, 9 * SEC), 0); /* level 1, slot 9 */
+    /* Fast: a leaves a list that keeps b, for c's occupied slot. */
+    cr_assert_eq(tw_rearm(w, &a.t, 9 * SEC + 1), 1);
+    cr_assert_eq(slot_of(w, &a.t), slot_of(w, &c.t));
+    wheel_ok(w);
+    /* Fast, within one list: a moves inside slot 9 (to its tail). */
+    cr_assert_eq(tw_rearm(w, &a.t, 9 * SEC + 2), 1);
+    cr_assert_eq(c.t.link.next, &a.t.link);
+    wheel_ok(w);
+    /* General: the new slot (7) is empty; a goes back where it was first. */
+    cr_assert_eq(tw_rearm(w, &a.t, 7 * SEC), 1);
+    cr_assert_eq(slot_of(w, &a.t), &w->slots[w->levels[1].first + 7]);
+    cr_assert_eq(slot_of(w, &c.t), &w->slots[w->levels[1].first + 9]);
+    wheel_ok(w);
+    /* General: b is alone in slot 5, whose bit must clear. */
+    cr_assert_eq(tw_rearm(w, &b.t, 9 * SEC), 1);
+    cr_assert(!tw__bitmap_test(&w->levels[1].bits, 5));
+    wheel_ok(w);
+    /* General: a deadline already due is deferred. */
+    cr_assert_eq(tw_rearm(w, &c.t, 0), 1);
+    cr_assert_eq(c.t.link.next, &w->deferred);
+    wheel_ok(w);
+    cr_assert_eq(tw_advance(w, 9 * SEC), 3);
+    cr_assert_eq(a.fired + b.fired + c.fired, 3);
+    cr_assert_lt(c.seq, a.seq, "the deferred timer runs first");
+    cr_assert_lt(a.seq, b.seq);
+    tw_destroy(w);
+}
+
+/* Levels whose span times the tick passes 2^64 place timers by due tick
+ * (their width_ns is 0); the levels below them in ns. Both must agree with
+ * the checker at the edges of the range, in a wheel started late in time
+ * with a tick that divides nothing evenly. */
+Test(hier, wide_levels_place_by_due_tick)
+{
+    static const uint64_t starts[] = {0, UINT64_MAX / 3, UINT64_MAX - 1000};
+    struct tw_config cfg;
+
+    for (int i = 0; i < 3; i++) {
+        const uint64_t d[] = {starts[i] + 1, starts[i] + 7777777,
+                              UINT64_MAX / 2, UINT64_MAX - 1, UINT64_MAX};
+        struct rec r[5];
+        struct tw_wheel *w;
+
+        tw_config_init(&cfg, TW_HIER);
+        cfg.tick_ns = 999983; /* a prime */
+        cfg.start_ns = starts[i];
+        w = tw_create(&cfg, NULL);
+        cr_assert_not_null(w);
+        /* Near the end of time few ticks are left: every level fits. */
+        cr_assert(i == 2 || w->nexact < w->nlevels);
+        for (int j = 0; j < 5; j++) {
+            rec_init(&r[j], w);
+            cr_assert_eq(tw_schedule(w, &r[j].t, d[j] < starts[i] ? UINT64_MAX
+                                                                 : d[j]),
+                         0);
+            wheel_ok(w);
+        }
+        cr_assert_eq(tw_advance(w, UINT64_MAX), 5);
+        tw_destroy(w);
+    }
+}

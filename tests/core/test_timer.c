@@ -15,9 +15,15 @@ static void nop(struct tw_timer *t, void *arg)
     (void)arg;
 }
 
-Test(timer, size_fits_48_bytes)
+/* Two links, the deadline, the callback and its argument; nothing else
+ * (core.h also asserts it at compile time on 64-bit targets). */
+Test(timer, size_fits_40_bytes)
 {
-    cr_assert_leq(sizeof(struct tw_timer), 48);
+    cr_assert_leq(sizeof(struct tw_timer), 5 * sizeof(void *) > 40
+                                               ? 5 * sizeof(void *)
+                                               : 40);
+    if (sizeof(void *) == 8)
+        cr_assert_eq(sizeof(struct tw_timer), 40);
 }
 
 Test(timer, init_makes_idle_timer)
