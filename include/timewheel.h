@@ -5,6 +5,8 @@
  *   timewheel/core.h      the caller-driven wheel (libtimewheel)
  *   timewheel/service.h   the threaded service (libtimewheel-service)
  *   timewheel/loop.h      helpers for event loops (libtimewheel-loop)
+ *   timewheel/purgatory.h delayed operations watched by keys
+ *                         (libtimewheel-purgatory)
  *
  * Include only the header of the layer you use to keep what you link small;
  * each header names its library and pkg-config module.
@@ -15,5 +17,6 @@
 #include "timewheel/core.h"
 #include "timewheel/loop.h"
 #include "timewheel/service.h"
+#include "timewheel/purgatory.h"
 
 #endif /* TIMEWHEEL_H */

@@ -1,0 +1,235 @@
+/*
+ * timewheel/purgatory.h: delayed operations watched by keys, completed or
+ * expired exactly once (libtimewheel-purgatory, pkg-config
+ * timewheel-purgatory). A layer over the core (timewheel/core.h) and the
+ * service (timewheel/service.h); design, lock order and a comparison with
+ * Kafka's DelayedOperationPurgatory: docs/purgatory.md.
+ *
+ * An operation (struct tw_delayed) is intrusive and owned by the caller,
+ * like struct tw_timer: a produce request waiting for its replicas, a fetch
+ * waiting for data. It is watched on one or more keys (byte strings such as
+ * "orders-3") and answered exactly once: when a check of one of its keys
+ * finds its condition met, or when its timeout fires.
+ *
+ * Callbacks of an operation:
+ *  - try_complete(op, arg): whether the condition is met now. It only
+ *    looks; the purgatory completes the operation when it answers true. It
+ *    runs with no lock of the purgatory held, so it may take the caller's
+ *    own locks, but it must not call the same purgatory (such calls fail
+ *    with -EDEADLK, changing nothing). It may run several times, on any
+ *    thread that watches or checks, never on two threads at once for the
+ *    same operation.
+ *  - on_expire(op, arg): the timeout won; runs once, just before
+ *    on_complete. May be NULL.
+ *  - on_complete(op, arg): runs exactly once per watch, whether the
+ *    operation completed or expired (tw_delayed_state() tells which).
+ *    From its first instruction the operation belongs to the caller again:
+ *    it may be freed, or initialised and watched anew.
+ *  Neither on_expire nor on_complete runs while the purgatory holds a lock;
+ *  both may call any purgatory function.
+ *
+ * Two ways to run the timeouts (struct tw_purgatory_config):
+ *  - over a core wheel that the caller drives (an event loop): every call,
+ *    and tw_advance() of that wheel, from one thread; timeouts expire inside
+ *    tw_advance().
+ *  - over a service: any thread may watch, check and cancel; timeouts expire
+ *    on the service's worker or executor threads. An expiry that meets the
+ *    operation while another thread is running its try_complete is left to
+ *    that thread, which then runs on_expire and on_complete itself (unless
+ *    its try_complete answered true: then the operation completed).
+ *
+ * Lock order, the rule for try_complete: the purgatory holds none of its
+ * locks while it calls try_complete, and tw_purgatory_watch() and
+ * tw_purgatory_check() never wait for a try_complete running on another
+ * thread (they leave it a note to try again), so a caller may hold any of
+ * its own locks while calling them. Only tw_purgatory_cancel_key(),
+ * tw_purgatory_stop() and tw_purgatory_destroy() wait for try_complete
+ * calls already running on other threads: do not call those three while
+ * holding a lock that a try_complete takes.
+ */
+#ifndef TIMEWHEEL_PURGATORY_H
+#define TIMEWHEEL_PURGATORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "timewheel/core.h"
+#include "timewheel/service.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Most keys one operation may be watched on. */
+#define TW_PURGATORY_MAX_KEYS 64u
+/* Longest key, in bytes: far above a Kafka topic-partition name (249 bytes
+ * of topic and a partition number), low enough that a key copy is cheap. */
+#define TW_PURGATORY_MAX_KEY_LEN 4096u
+/* Default and largest number of watch-list shards. */
+#define TW_PURGATORY_DEFAULT_SHARDS 16u
+#define TW_PURGATORY_MAX_SHARDS 4096u
+
+struct tw_purgatory; /* opaque */
+struct tw_delayed;
+struct tw__pwatch; /* private */
+
+/* Whether op's condition is met now (see the top of this header). */
+typedef bool tw_try_complete_fn(struct tw_delayed *op, void *arg);
+/* on_complete and on_expire. */
+typedef void tw_delayed_fn(struct tw_delayed *op, void *arg);
+/* Receives each operation handed back, uncompleted, by
+ * tw_purgatory_cancel_key() or tw_purgatory_stop(); it belongs to the
+ * caller again from the call on. */
+typedef void tw_delayed_handback_fn(struct tw_delayed *op, void *ctx);
+
+/* What has become of an operation. */
+enum tw_delayed_state {
+    TW_DELAYED_IDLE = 0,      /* initialised, not watched */
+    TW_DELAYED_WATCHED = 1,   /* waiting on its keys and its timeout */
+    TW_DELAYED_COMPLETED = 2, /* try_complete answered true */
+    TW_DELAYED_EXPIRED = 3,   /* its timeout won */
+    TW_DELAYED_CANCELLED = 4, /* handed back by cancel_key or stop */
+};
+
+/*
+ * An operation, embedded by the caller in its own struct (TW_CONTAINER_OF
+ * gets back to it). Initialise it with tw_delayed_init(); the fields are
+ * private. It must not be moved or freed while watched.
+ */
+struct tw_delayed {
+    tw_try_complete_fn *try_complete;
+    tw_delayed_fn *on_complete;
+    tw_delayed_fn *on_expire;
+    void *arg;
+    struct tw__pwatch *watch; /* the purgatory's record while watched */
+    int state;                /* enum tw_delayed_state, read atomically */
+};
+
+/* A key: len bytes at bytes (1 .. TW_PURGATORY_MAX_KEY_LEN; compared
+ * bytewise, copied by the purgatory). */
+struct tw_key {
+    const void *bytes;
+    size_t len;
+};
+
+/*
+ * How to build a purgatory: exactly one of wheel and service.
+ *  wheel    a core wheel the caller drives; the purgatory is then used
+ *           from that one thread only. Timeouts are relative to tw_now().
+ *  service  a service (any thread; timeouts relative to CLOCK_MONOTONIC).
+ *  shards   watch-list shards (locks), 0 for the default; rounded up to a
+ *           power of two, at most TW_PURGATORY_MAX_SHARDS.
+ * The purgatory does not own the wheel or the service: destroy the
+ * purgatory first.
+ */
+struct tw_purgatory_config {
+    struct tw_wheel *wheel;
+    struct tw_service *service;
+    unsigned shards;
+};
+
+/* Counters; watched == completed + expired + cancelled + returned +
+ * watching whenever no call is in progress (always, once stopped). */
+struct tw_purgatory_stats {
+    uint64_t watched;    /* operations accepted by watch (completed at once
+                            included) */
+    uint64_t at_once;    /* of those, completed by watch itself */
+    uint64_t completed;  /* completions (at_once included) */
+    uint64_t expired;    /* timeouts that won */
+    uint64_t cancelled;  /* handed back by tw_purgatory_cancel_key() */
+    uint64_t returned;   /* handed back by tw_purgatory_stop() */
+    uint64_t watching;   /* operations watched now */
+    uint64_t keys;       /* distinct keys with at least one watcher */
+};
+
+/* Fill cfg with: no wheel, no service, the default shards. NULL: no-op. */
+TW_PUBLIC void tw_purgatory_config_init(struct tw_purgatory_config *cfg);
+
+/*
+ * Create a purgatory. Returns NULL on failure and stores in err (when not
+ * NULL) -EINVAL (NULL cfg, neither or both of wheel and service, too many
+ * shards) or -ENOMEM; 0 on success.
+ */
+TW_PUBLIC struct tw_purgatory *
+tw_purgatory_create(const struct tw_purgatory_config *cfg, int *err);
+
+/* Make op an idle operation with these callbacks (on_expire may be NULL).
+ * Must not be called on a watched operation. NULL op: no-op; NULL
+ * try_complete or on_complete are stored and refused by watch. */
+TW_PUBLIC void tw_delayed_init(struct tw_delayed *op,
+                               tw_try_complete_fn *try_complete,
+                               tw_delayed_fn *on_complete,
+                               tw_delayed_fn *on_expire, void *arg);
+
+/* What has become of op (a snapshot under threads). NULL: TW_DELAYED_IDLE. */
+TW_PUBLIC enum tw_delayed_state tw_delayed_state(const struct tw_delayed *op);
+
+/*
+ * Try to complete op at once; otherwise watch it on each of its nkeys keys,
+ * arm its timeout (timeout_ns from now, saturating) and try once more, so
+ * that an event between the first try and the watch is not missed. Returns
+ * 1 if op completed during the call (on_complete has run), 0 if it is
+ * watched, or, changing nothing and leaving op idle:
+ *   -EINVAL    NULL p or op, NULL try_complete or on_complete, NULL keys or
+ *              nkeys 0, a key with NULL bytes or length 0, a key twice
+ *   -E2BIG     more than TW_PURGATORY_MAX_KEYS keys, or a key longer than
+ *              TW_PURGATORY_MAX_KEY_LEN
+ *   -EBUSY     op is already watched
+ *   -EALREADY  op has completed, expired or been handed back (initialise it
+ *              again to reuse it)
+ *   -EDEADLK   called from a try_complete of p
+ *   -ESHUTDOWN p is stopped;  -ENOMEM;  or the service's error (-EAGAIN
+ *              when its max_pending is reached)
+ */
+TW_PUBLIC int tw_purgatory_watch(struct tw_purgatory *p, struct tw_delayed *op,
+                                 const struct tw_key *keys, size_t nkeys,
+                                 uint64_t timeout_ns);
+
+/*
+ * Try to complete every operation watched on the key (len bytes): those
+ * whose try_complete answers true complete (their on_complete runs on this
+ * thread before the call returns). Returns how many completed, 0 for a key
+ * nobody watches, or -EINVAL (NULL p or key, len 0), -E2BIG (len too
+ * long), -EDEADLK (from a try_complete of p). An operation that another
+ * thread is trying at that moment is tried again by that thread.
+ */
+TW_PUBLIC int64_t tw_purgatory_check(struct tw_purgatory *p, const void *key,
+                                     size_t len);
+
+/*
+ * Stop watching every operation watched on the key: each is removed from
+ * all its keys, its timeout cancelled, and handed to fn(op, ctx),
+ * uncompleted (state TW_DELAYED_CANCELLED; no callback of op runs).
+ * Returns how many, or -EINVAL (NULL p, key or fn, len 0), -E2BIG,
+ * -EDEADLK (from a try_complete of p). Waits for try_complete calls of
+ * those operations running on other threads (see the lock order above).
+ */
+TW_PUBLIC int64_t tw_purgatory_cancel_key(struct tw_purgatory *p,
+                                          const void *key, size_t len,
+                                          tw_delayed_handback_fn *fn,
+                                          void *ctx);
+
+/*
+ * Refuse later watches (-ESHUTDOWN), wait for calls in progress, then hand
+ * every watched operation to fn(op, ctx) (state TW_DELAYED_CANCELLED) with
+ * its timeout cancelled; with a NULL fn they are only detached. Returns how
+ * many; a second stop returns 0. -EINVAL for NULL p; -EDEADLK from a
+ * try_complete of p.
+ */
+TW_PUBLIC int64_t tw_purgatory_stop(struct tw_purgatory *p,
+                                    tw_delayed_handback_fn *fn, void *ctx);
+
+/* Stop p (detaching what stop would hand back) and free it. NULL: 0.
+ * -EDEADLK, doing nothing, from a try_complete of p. */
+TW_PUBLIC int tw_purgatory_destroy(struct tw_purgatory *p);
+
+/* Copy the counters of p into out. -EINVAL for NULL p or out. */
+TW_PUBLIC int tw_purgatory_stats(struct tw_purgatory *p,
+                                 struct tw_purgatory_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TIMEWHEEL_PURGATORY_H */

@@ -1,0 +1,196 @@
+/*
+ * tw_purgatory_check() and tw_purgatory_cancel_key(): everything done to
+ * the operations watched on one key.
+ *
+ * A check works in three phases so that no lock is held while the caller's
+ * code runs, and so that the thread owns no record while on_complete runs
+ * (on_complete may call cancel_key or stop, which wait for owners):
+ *   1. under the shard's lock, own every WATCHING record of the key (a
+ *      record owned elsewhere gets AGAIN: its owner tries again);
+ *   2. no lock held: run each owned record's try_complete; a no lets the
+ *      record go, a yes (or a timeout noted meanwhile) claims and detaches
+ *      it onto a local list;
+ *   3. deliver each claimed record: on_expire if it expired, on_complete.
+ */
+#include <errno.h>
+#include <sched.h>
+
+#include "purgatory.h"
+
+/* Own a WATCHING record or leave AGAIN on an owned one (shard locked).
+ * Returns whether this call owns it now. */
+static bool own_or_note(struct tw__pwatch *w)
+{
+    unsigned s = atomic_load(&w->state);
+
+    for (;;) {
+        if (s & TW__P_DONE)
+            return false;
+        if (s == 0) {
+            if (atomic_compare_exchange_weak(&w->state, &s, TW__P_OWNED))
+                return true;
+            continue;
+        }
+        if (atomic_compare_exchange_weak(&w->state, &s, s | TW__P_AGAIN))
+            return false;
+    }
+}
+
+static int args_ok(struct tw_purgatory *p, const void *key, size_t len)
+{
+    if (!p)
+        return -EINVAL;
+    if (tw__p_in_try(p))
+        return -EDEADLK;
+    return tw__p_key_ok(key, len);
+}
+
+/* Phase 1: the records of the key that this call now owns. */
+static struct tw__pwatch *own_key(struct tw_purgatory *p, const void *key,
+                                  size_t len)
+{
+    uint64_t hash = tw__p_hash(key, len);
+    struct tw__pshard *sh = tw__p_shard(p, hash);
+    struct tw__pwatch *owned = NULL;
+    struct tw__pkey *k;
+
+    tw__p_lock(sh);
+    k = tw__p_key_find(sh, hash, key, len);
+    for (struct tw__plink *l = k ? k->watchers.next : NULL;
+         l && l != &k->watchers; l = l->next) {
+        struct tw__pwatch *w = ((struct tw__pentry *)l)->w;
+
+        if (own_or_note(w)) {
+            w->next = owned;
+            owned = w;
+        }
+    }
+    tw__p_unlock(sh);
+    return owned;
+}
+
+int64_t tw_purgatory_check(struct tw_purgatory *p, const void *key,
+                           size_t len)
+{
+    struct tw__pwatch *owned, *done = NULL, *next;
+    int64_t completed = 0;
+    int rc = args_ok(p, key, len);
+
+    if (rc < 0)
+        return rc;
+    owned = own_key(p, key, len);
+    /* Phase 2. Read next first: a record let go may be freed at once. */
+    for (struct tw__pwatch *w = owned; w; w = next) {
+        next = w->next;
+        if (tw__p_own_try(w)) {
+            tw__p_detach(w);
+            w->next = done;
+            done = w;
+        }
+    }
+    /* Phase 3. */
+    for (struct tw__pwatch *w = done; w; w = next) {
+        next = w->next;
+        completed += w->outcome == TW_DELAYED_COMPLETED;
+        tw__p_deliver(w, NULL, NULL);
+    }
+    return completed;
+}
+
+/* Claim every WATCHING record of the key (shard locked) onto *claimed;
+ * returns whether an owned one was left (it may come back). */
+static bool claim_key(struct tw__pkey *k, struct tw__pwatch **claimed)
+{
+    bool busy = false;
+
+    for (struct tw__plink *l = k->watchers.next; l != &k->watchers;
+         l = l->next) {
+        struct tw__pwatch *w = ((struct tw__pentry *)l)->w;
+
+        if (tw__p_claim(w)) {
+            w->outcome = TW_DELAYED_CANCELLED;
+            w->next = *claimed;
+            *claimed = w;
+        } else {
+            busy |= (atomic_load(&w->state) & TW__P_DONE) == 0;
+        }
+    }
+    return busy;
+}
+
+/* Detach and hand back a list of claimed records; returns how many. */
+static int64_t hand_back(struct tw__pwatch *claimed, _Atomic uint64_t *count,
+                         tw_delayed_handback_fn *fn, void *ctx)
+{
+    struct tw__pwatch *next;
+    int64_t n = 0;
+
+    for (struct tw__pwatch *w = claimed; w; w = next) {
+        next = w->next;
+        tw__p_count(count);
+        tw__p_detach(w);
+    }
+    for (struct tw__pwatch *w = claimed; w; w = next) {
+        next = w->next;
+        tw__p_deliver(w, fn, ctx);
+        n++;
+    }
+    return n;
+}
+
+int64_t tw_purgatory_cancel_key(struct tw_purgatory *p, const void *key,
+                                size_t len, tw_delayed_handback_fn *fn,
+                                void *ctx)
+{
+    uint64_t hash;
+    struct tw__pshard *sh;
+    int64_t n = 0;
+    bool busy = true;
+    int rc = args_ok(p, key, len);
+
+    if (rc == 0 && !fn)
+        rc = -EINVAL;
+    if (rc < 0)
+        return rc;
+    hash = tw__p_hash(key, len);
+    sh = tw__p_shard(p, hash);
+    while (busy) {
+        struct tw__pwatch *claimed = NULL;
+        struct tw__pkey *k;
+
+        tw__p_lock(sh);
+        k = tw__p_key_find(sh, hash, key, len);
+        busy = k && claim_key(k, &claimed);
+        tw__p_unlock(sh);
+        n += hand_back(claimed, &p->cancelled, fn, ctx);
+        /* An owner is running a try_complete: let it answer. */
+        if (busy && !claimed)
+            sched_yield();
+    }
+    return n;
+}
+
+/* Hand back everything in one shard, waiting for owners (stop). */
+int64_t tw__p_stop_shard(struct tw_purgatory *p, struct tw__pshard *sh,
+                         tw_delayed_handback_fn *fn, void *ctx)
+{
+    int64_t n = 0;
+
+    for (;;) {
+        struct tw__pwatch *claimed = NULL;
+        size_t left;
+
+        tw__p_lock(sh);
+        for (size_t b = 0; b < sh->nbuckets; b++)
+            for (struct tw__pkey *k = sh->buckets[b]; k; k = k->chain)
+                claim_key(k, &claimed);
+        left = sh->nkeys;
+        tw__p_unlock(sh);
+        n += hand_back(claimed, &p->returned, fn, ctx);
+        if (left == 0)
+            return n;
+        /* Records owned or being detached elsewhere: wait for them. */
+        if (!claimed)
+            sched_yield();
+    }
+}

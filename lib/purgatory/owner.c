@@ -1,0 +1,98 @@
+/*
+ * The ownership protocol of a watched operation's record (the state word
+ * is described in purgatory.h): the owner's try loop, the claim, and what
+ * the claimer does with a claimed record.
+ *
+ * Why notes instead of a lock per operation: Kafka's purgatory takes the
+ * operation's lock around tryComplete, and a thread that holds a caller's
+ * lock and checks a key then blocks on an operation lock held by a thread
+ * whose tryComplete waits for that caller's lock (a documented deadlock,
+ * later patched with tryLock and a retry flag). Here nobody ever waits for
+ * an owner: a check that meets an owned record sets AGAIN and moves on, a
+ * timeout sets EXPIRE, and the owner reads the notes before letting go, so
+ * no event is lost and no thread blocks on another's try_complete.
+ */
+#include "purgatory.h"
+
+bool tw__p_own_try(struct tw__pwatch *w)
+{
+    for (;;) {
+        unsigned s = TW__P_OWNED;
+        bool yes;
+
+        /* Clear AGAIN first: an event during this try sets it anew. */
+        atomic_fetch_and(&w->state, ~TW__P_AGAIN);
+        yes = tw__p_call_try(w->p, w->op);
+        if (yes) {
+            /* The condition was met: that beats a timeout noted meanwhile. */
+            atomic_store(&w->state, TW__P_DONE);
+            w->outcome = TW_DELAYED_COMPLETED;
+            return true;
+        }
+        if (atomic_compare_exchange_strong(&w->state, &s, 0))
+            return false;
+        if (s & TW__P_EXPIRE) {
+            atomic_store(&w->state, TW__P_DONE);
+            w->outcome = TW_DELAYED_EXPIRED;
+            return true;
+        }
+        /* Only AGAIN is left: another event came, try again. */
+    }
+}
+
+bool tw__p_claim(struct tw__pwatch *w)
+{
+    unsigned s = 0;
+
+    return atomic_compare_exchange_strong(&w->state, &s, TW__P_DONE);
+}
+
+/* Everything that touches the purgatory comes before the last unlink:
+ * once a stop has seen every list empty, the purgatory may be freed while
+ * this thread is still delivering. */
+void tw__p_detach(struct tw__pwatch *w)
+{
+    struct tw_purgatory *p = w->p;
+
+    if (w->outcome == TW_DELAYED_COMPLETED)
+        tw__p_count(&p->completed);
+    else if (w->outcome == TW_DELAYED_EXPIRED)
+        tw__p_count(&p->expired);
+    /* cancel_key and stop count what they hand back themselves. */
+    tw__p_disarm(w);
+    for (unsigned i = 0; i < w->nkeys; i++) {
+        struct tw__pentry *e = &w->entry[i];
+        struct tw__pshard *sh = tw__p_shard(p, e->key->hash);
+
+        tw__p_lock(sh);
+        tw__p_key_unlink(sh, e);
+        tw__p_unlock(sh);
+    }
+    w->op->watch = NULL;
+    __atomic_store_n(&w->op->state, w->outcome, __ATOMIC_RELEASE);
+}
+
+void tw__p_put(struct tw__pwatch *w)
+{
+    if (atomic_fetch_sub(&w->refs, 1) == 1)
+        tw_free(w, sizeof(*w) + w->nkeys * sizeof(w->entry[0]));
+}
+
+void tw__p_deliver(struct tw__pwatch *w, tw_delayed_handback_fn *fn,
+                   void *ctx)
+{
+    struct tw_delayed *op = w->op;
+    int outcome = w->outcome;
+
+    /* The record goes first: from on_complete on, the operation may be
+     * freed or watched again, and the record must not outlive our use. */
+    tw__p_put(w);
+    if (outcome == TW_DELAYED_CANCELLED) {
+        if (fn)
+            fn(op, ctx);
+        return;
+    }
+    if (outcome == TW_DELAYED_EXPIRED && op->on_expire)
+        op->on_expire(op, op->arg);
+    op->on_complete(op, op->arg);
+}

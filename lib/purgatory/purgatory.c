@@ -1,0 +1,177 @@
+/*
+ * The purgatory object: create, stop, destroy, stats, and the small
+ * helpers every file shares (the in-try marker, key checks, counters).
+ *
+ * Stop closes a gate that every watch passes (a count of watches in
+ * progress and a closed bit, as the service's schedule gate), waits until
+ * no watch is inside, then empties the shards one by one, waiting for
+ * records that another thread owns (its try_complete is running) or is
+ * still detaching. After that no list holds a record and no watch can
+ * add one, so destroy may free the shards.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+
+#include "purgatory.h"
+
+/* The purgatory whose try_complete this thread is running, if any: a call
+ * on that purgatory from inside it is refused with -EDEADLK. */
+static _Thread_local const struct tw_purgatory *in_try;
+
+bool tw__p_in_try(const struct tw_purgatory *p)
+{
+    return in_try == p;
+}
+
+bool tw__p_call_try(struct tw_purgatory *p, struct tw_delayed *op)
+{
+    const struct tw_purgatory *outer = in_try; /* another purgatory's */
+    bool yes;
+
+    in_try = p;
+    yes = op->try_complete(op, op->arg);
+    in_try = outer;
+    return yes;
+}
+
+int tw__p_key_ok(const void *bytes, size_t len)
+{
+    if (!bytes || len == 0)
+        return -EINVAL;
+    return len > TW_PURGATORY_MAX_KEY_LEN ? -E2BIG : 0;
+}
+
+/* Sequentially consistent (the same instruction as relaxed on x86), so
+ * that stats can read the outcomes before the watches and never see more
+ * outcomes than watches. */
+void tw__p_count(_Atomic uint64_t *c)
+{
+    atomic_fetch_add(c, 1);
+}
+
+void tw_purgatory_config_init(struct tw_purgatory_config *cfg)
+{
+    if (cfg)
+        *cfg = (struct tw_purgatory_config){
+            .shards = TW_PURGATORY_DEFAULT_SHARDS};
+}
+
+static unsigned round_pow2(unsigned n)
+{
+    unsigned r = 1;
+
+    while (r < n)
+        r <<= 1;
+    return r;
+}
+
+static void free_shards(struct tw_purgatory *p, unsigned ready)
+{
+    for (unsigned i = 0; i < ready; i++)
+        tw__p_shard_fini(&p->shards[i]);
+    tw_free(p->shards, p->nshards * sizeof(*p->shards));
+    tw_free(p, sizeof(*p));
+}
+
+static int config_ok(const struct tw_purgatory_config *cfg)
+{
+    if (!cfg || !cfg->wheel == !cfg->service)
+        return -EINVAL;
+    return cfg->shards > TW_PURGATORY_MAX_SHARDS ? -EINVAL : 0;
+}
+
+static struct tw_purgatory *create(const struct tw_purgatory_config *cfg)
+{
+    unsigned n = round_pow2(cfg->shards ? cfg->shards
+                                        : TW_PURGATORY_DEFAULT_SHARDS);
+    struct tw_purgatory *p = tw_alloc(sizeof(*p));
+
+    if (!p)
+        return NULL;
+    memset(p, 0, sizeof(*p));
+    p->wheel = cfg->wheel;
+    p->svc = cfg->service;
+    p->nshards = n;
+    p->shards = tw_alloc(n * sizeof(*p->shards));
+    if (!p->shards) {
+        tw_free(p, sizeof(*p));
+        return NULL;
+    }
+    memset(p->shards, 0, n * sizeof(*p->shards));
+    for (unsigned i = 0; i < n; i++) {
+        if (tw__p_shard_init(&p->shards[i]) < 0) {
+            free_shards(p, i);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+struct tw_purgatory *tw_purgatory_create(const struct tw_purgatory_config *cfg,
+                                         int *err)
+{
+    struct tw_purgatory *p = NULL;
+    int rc = config_ok(cfg);
+
+    if (rc == 0) {
+        p = create(cfg);
+        rc = p ? 0 : -ENOMEM;
+    }
+    if (err)
+        *err = rc;
+    return p;
+}
+
+int64_t tw_purgatory_stop(struct tw_purgatory *p, tw_delayed_handback_fn *fn,
+                          void *ctx)
+{
+    int64_t n = 0;
+
+    if (!p)
+        return -EINVAL;
+    if (tw__p_in_try(p))
+        return -EDEADLK;
+    if (atomic_exchange(&p->stopped, true))
+        return 0;
+    atomic_fetch_or(&p->gate, TW__P_GATE_CLOSED);
+    while (atomic_load(&p->gate) != TW__P_GATE_CLOSED)
+        sched_yield(); /* a watch is still inside */
+    for (unsigned i = 0; i < p->nshards; i++)
+        n += tw__p_stop_shard(p, &p->shards[i], fn, ctx);
+    return n;
+}
+
+int tw_purgatory_destroy(struct tw_purgatory *p)
+{
+    if (!p)
+        return 0;
+    if (tw__p_in_try(p))
+        return -EDEADLK;
+    tw_purgatory_stop(p, NULL, NULL);
+    free_shards(p, p->nshards);
+    return 0;
+}
+
+int tw_purgatory_stats(struct tw_purgatory *p, struct tw_purgatory_stats *out)
+{
+    if (!p || !out)
+        return -EINVAL;
+    /* Outcomes first: each is counted after its watch was. */
+    *out = (struct tw_purgatory_stats){
+        .completed = atomic_load(&p->completed),
+        .expired = atomic_load(&p->expired),
+        .cancelled = atomic_load(&p->cancelled),
+        .returned = atomic_load(&p->returned),
+        .at_once = atomic_load(&p->at_once),
+    };
+    out->watched = atomic_load(&p->watched);
+    out->watching = out->watched - out->completed - out->expired -
+                    out->cancelled - out->returned;
+    for (unsigned i = 0; i < p->nshards; i++) {
+        tw__p_lock(&p->shards[i]);
+        out->keys += p->shards[i].nkeys;
+        tw__p_unlock(&p->shards[i]);
+    }
+    return 0;
+}

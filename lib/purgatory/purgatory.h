@@ -1,0 +1,182 @@
+/*
+ * The purgatory: the objects shared by its files. Never installed.
+ *
+ *   purgatory.c  create, stop, destroy, stats, the gate, the in-try marker
+ *   keys.c       the sharded hash tables of keys and their watch lists
+ *   watch.c      tw_purgatory_watch(), tw_delayed_init() and state
+ *   owner.c      the ownership protocol: try, settle, detach, deliver
+ *   check.c      tw_purgatory_check() and tw_purgatory_cancel_key()
+ *   timeout.c    the timeout of a watch, over a core wheel or a service
+ *
+ * The layer uses the core and the service only through their public
+ * headers, memory included (tw_alloc(), tw_free()).
+ *
+ * A watched operation has a record, struct tw__pwatch, allocated by watch:
+ * one entry per key (linked into that key's watch list), its timeout (a
+ * core timer or a service handle) and a state word that gives every race a
+ * single winner:
+ *
+ *   0 (WATCHING)  in the lists, nobody owns it
+ *   OWNED         one thread owns it: it is running its try_complete, or
+ *                 watch is still setting it up. Others leave notes, bits
+ *                 that the owner reads before letting go:
+ *     | AGAIN     a check met it: the owner tries once more
+ *     | EXPIRE    its timeout fired: the owner expires it (unless its
+ *                 try_complete answered true)
+ *   DONE          claimed for good (completed, expired, handed back): the
+ *                 claimer detaches it and nobody else touches the operation
+ *
+ *   0 --check, watch--> OWNED --try says no, no notes--> 0
+ *   0 --timeout, cancel_key, stop--> DONE;  OWNED --try says yes--> DONE
+ *
+ * Only the thread that moves a record to DONE touches the caller's
+ * operation afterwards, so the operation may be freed by on_complete.
+ * The record itself lives until its last reference goes: one for the
+ * lists (dropped by the claimer after delivering) and, over a service, one
+ * for the timer callback (dropped by the callback, or by the claimer when
+ * the cancel wins or the service handed the timer back). A thread reaches
+ * a record only through a watch list under the shard's lock, through its
+ * timer's reference or by owning it, so no record is freed under a reader.
+ */
+#ifndef TW_PURGATORY_PRIV_H
+#define TW_PURGATORY_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "timewheel/purgatory.h"
+
+/* The state word of a record. */
+#define TW__P_OWNED 1u
+#define TW__P_AGAIN 2u
+#define TW__P_EXPIRE 4u
+#define TW__P_DONE 8u
+
+/* Circular doubly linked list links; a key's watchers hang off a head. */
+struct tw__plink {
+    struct tw__plink *next;
+    struct tw__plink *prev;
+};
+
+struct tw__pkey;
+
+/* One key of one watch: links the record into the key's watch list. */
+struct tw__pentry {
+    struct tw__plink link; /* first: a list link is an entry */
+    struct tw__pkey *key;
+    struct tw__pwatch *w;
+};
+
+/* A distinct key with at least one watcher; freed with its last. */
+struct tw__pkey {
+    struct tw__pkey *chain; /* next in its bucket */
+    struct tw__plink watchers;
+    uint64_t hash;
+    size_t nwatchers;
+    size_t len;
+    unsigned char bytes[];
+};
+
+/* A shard: a lock and a hash table of keys, padded so that threads
+ * working on neighbouring shards share at most the edge of a cache line
+ * (the allocator promises 16-byte alignment, not 64). */
+struct tw__pshard {
+    pthread_mutex_t lock;
+    struct tw__pkey **buckets;
+    size_t nbuckets; /* a power of two */
+    size_t nkeys;
+    char pad[64];
+};
+
+struct tw__pwatch {
+    atomic_uint state; /* the word above */
+    atomic_uint refs;
+    struct tw_delayed *op;
+    struct tw_purgatory *p;
+    struct tw__pwatch *next; /* the owner's local lists */
+    union {
+        struct tw_timer timer;   /* over a core wheel */
+        struct tw_handle *handle; /* over a service */
+    } to;
+    int outcome; /* enum tw_delayed_state, set by the claimer */
+    unsigned nkeys;
+    struct tw__pentry entry[];
+};
+
+/* The gate watch passes through: the low bits count watch calls in
+ * progress, this bit says stop has begun. */
+#define TW__P_GATE_CLOSED (UINT64_C(1) << 63)
+
+struct tw_purgatory {
+    struct tw_wheel *wheel; /* exactly one of wheel and svc */
+    struct tw_service *svc;
+    unsigned nshards; /* a power of two */
+    struct tw__pshard *shards;
+    _Atomic uint64_t gate;
+    atomic_bool stopped; /* a second stop returns 0 */
+    _Atomic uint64_t watched, at_once, completed, expired, cancelled,
+        returned;
+};
+
+/* ---- purgatory.c ---- */
+/* Whether the calling thread is inside a try_complete of p. */
+bool tw__p_in_try(const struct tw_purgatory *p);
+/* Run op's try_complete with the in-try marker of p set. */
+bool tw__p_call_try(struct tw_purgatory *p, struct tw_delayed *op);
+/* The usual check of a key argument: 0, -EINVAL or -E2BIG. */
+int tw__p_key_ok(const void *bytes, size_t len);
+/* Relaxed counter increment. */
+void tw__p_count(_Atomic uint64_t *c);
+
+/* ---- keys.c ---- */
+uint64_t tw__p_hash(const void *bytes, size_t len);
+struct tw__pshard *tw__p_shard(struct tw_purgatory *p, uint64_t hash);
+/* The key node of (bytes, len) in its shard (locked), or NULL. */
+struct tw__pkey *tw__p_key_find(struct tw__pshard *sh, uint64_t hash,
+                                const void *bytes, size_t len);
+/* Link entry e into the watch list of its key, creating the key node
+ * (shard locked). 0 or -ENOMEM. */
+int tw__p_key_link(struct tw__pshard *sh, struct tw__pentry *e,
+                   uint64_t hash, const struct tw_key *key);
+/* Unlink e from its key's list, freeing the key with its last watcher
+ * (shard locked). */
+void tw__p_key_unlink(struct tw__pshard *sh, struct tw__pentry *e);
+/* Set up and tear down a shard's table. */
+int tw__p_shard_init(struct tw__pshard *sh);
+void tw__p_shard_fini(struct tw__pshard *sh);
+void tw__p_lock(struct tw__pshard *sh);
+void tw__p_unlock(struct tw__pshard *sh);
+
+/* ---- owner.c ---- */
+/* Owner: run try_complete until it answers with no note left; returns
+ * true when the record was claimed (DONE, outcome set), false when it was
+ * let go (back to WATCHING). */
+bool tw__p_own_try(struct tw__pwatch *w);
+/* Claim a WATCHING record (0 -> DONE). */
+bool tw__p_claim(struct tw__pwatch *w);
+/* Claimer: unlink from every key, cancel the timeout, count, set the
+ * operation's state. The operation is not called. */
+void tw__p_detach(struct tw__pwatch *w);
+/* Claimer, after detach and with no lock held: run on_expire and
+ * on_complete (completed, expired) or fn (handed back), then drop the
+ * lists' reference. */
+void tw__p_deliver(struct tw__pwatch *w, tw_delayed_handback_fn *fn,
+                   void *ctx);
+void tw__p_put(struct tw__pwatch *w);
+
+/* ---- check.c ---- */
+/* Hand back every record of one shard, waiting for owners and for
+ * claimers still detaching, until the shard holds no key (stop). */
+int64_t tw__p_stop_shard(struct tw_purgatory *p, struct tw__pshard *sh,
+                         tw_delayed_handback_fn *fn, void *ctx);
+
+/* ---- timeout.c ---- */
+/* Arm w's timeout; 0 or a negative code (the record is then untouched). */
+int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns);
+/* Cancel w's timeout (claimer, not from the timer's own callback). */
+void tw__p_disarm(struct tw__pwatch *w);
+
+#endif /* TW_PURGATORY_PRIV_H */
