@@ -7,8 +7,8 @@
  * Netty is used as its users use it: new HashedWheelTimer(factory, 1 ms)
  * (512 buckets, the default), newTimeout(task, delay, NANOSECONDS), tasks
  * on the worker thread, Timeout.cancel(), stop(). The process CPU time
- * (getProcessCpuTime, like getrusage) includes the JVM's collector and
- * compiler threads; the "threads" figure is the producers' own clocks
+ * (every thread's /proc/self/task/TID/schedstat, summed, as getrusage sums
+ * them for svcbench) includes the JVM's collector and compiler threads; the "threads" figure is the producers' own clocks
  * (ThreadMXBean) plus the worker's (/proc/self/task/TID/schedstat).
  * Bytes per timer are the heap in use after a full collection with N timers
  * taken in, less before them.
@@ -25,6 +25,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
@@ -48,8 +49,6 @@ final class Figures {
     private boolean record = true;
 
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
-    private static final com.sun.management.OperatingSystemMXBean OS =
-        (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
 
     /* ---- the operation sequence, as in figures.c ---- */
 
@@ -108,8 +107,11 @@ final class Figures {
         return t;
     };
 
-    /** A fresh timer whose worker has run one task (its tid is known). */
+    /** A fresh timer whose worker has run one task (its tid is known), on a
+     * heap cleared of what earlier workloads left (as svcbench starts each
+     * workload in a fresh process). */
     private HashedWheelTimer fresh() {
+        heapAfterGc();
         HashedWheelTimer timer = new HashedWheelTimer(FACTORY, 1, TimeUnit.MILLISECONDS);
         sentinels.set(0);
         postSentinel(timer);
@@ -129,6 +131,20 @@ final class Figures {
         } catch (IOException | RuntimeException e) {
             return 0;
         }
+    }
+
+    /** CPU time of the whole process, ns: the sum over its threads (the JVM's
+     * getProcessCpuTime counts in 10 ms steps here). Threads that exit in
+     * between are lost, so the producers outlive the second reading. */
+    private static long processCpuNs() {
+        long sum = 0;
+        try (var tasks = Files.list(Path.of("/proc/self/task"))) {
+            for (Path t : (Iterable<Path>) tasks::iterator)
+                sum += taskCpuNs(Integer.parseInt(t.getFileName().toString()));
+        } catch (IOException | RuntimeException e) {
+            return sum;
+        }
+        return sum;
     }
 
     private static long taskSwitches(int tid) {
@@ -152,6 +168,14 @@ final class Figures {
         }
     }
 
+    private static void await(CountDownLatch l) {
+        try {
+            l.await();
+        } catch (InterruptedException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     private static void await(CyclicBarrier b) {
         try {
             b.await();
@@ -167,7 +191,8 @@ final class Figures {
         long each = n / np;
         long[] cpu = new long[np];
         Thread[] ts = new Thread[np];
-        CyclicBarrier go = new CyclicBarrier(np + 1);
+        CyclicBarrier go = new CyclicBarrier(np + 1), hold = new CyclicBarrier(np + 1);
+        CountDownLatch finished = new CountDownLatch(np);
         int wt = workerTid;
 
         for (int i = 0; i < np; i++) {
@@ -180,15 +205,19 @@ final class Figures {
                     timer.newTimeout(NOP, delay1ms1h(seed), TimeUnit.NANOSECONDS);
                 postSentinel(timer);
                 cpu[id] = THREADS.getCurrentThreadCpuTime() - c0;
+                finished.countDown();
+                await(hold);
             });
             ts[i].start();
         }
-        long w0 = taskCpuNs(wt), c0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
+        long w0 = taskCpuNs(wt), c0 = processCpuNs(), t0 = System.nanoTime();
         await(go);
-        join(ts);
+        await(finished);
         long t1 = System.nanoTime();
         awaitSentinels(np);
-        long c1 = OS.getProcessCpuTime(), w1 = taskCpuNs(wt);
+        long c1 = processCpuNs(), w1 = taskCpuNs(wt);
+        await(hold);
+        join(ts);
         timer.stop();
         long done = each * np, threads = Arrays.stream(cpu).sum() + w1 - w0;
         String name = "schedule-" + np + "p";
@@ -205,6 +234,7 @@ final class Figures {
         long[] cpu = new long[np];
         Thread[] ts = new Thread[np];
         CyclicBarrier bar = new CyclicBarrier(np + 1);
+        CountDownLatch finished = new CountDownLatch(np);
         int wt = workerTid;
 
         for (int i = 0; i < np; i++) {
@@ -221,19 +251,23 @@ final class Figures {
                 for (int k = 0; k < each; k++)
                     h[k].cancel();
                 cpu[id] = THREADS.getCurrentThreadCpuTime() - c0;
+                finished.countDown();
+                await(bar); /* main has read its clocks again */
             });
             ts[i].start();
         }
         await(bar);
         awaitSentinels(np);
         sentinels.set(0);
-        long w0 = taskCpuNs(wt), c0 = OS.getProcessCpuTime(), t0 = System.nanoTime();
+        long w0 = taskCpuNs(wt), c0 = processCpuNs(), t0 = System.nanoTime();
         await(bar);
-        join(ts);
+        await(finished);
         long t1 = System.nanoTime();
         postSentinel(timer);
         awaitSentinels(1);
-        long c1 = OS.getProcessCpuTime(), w1 = taskCpuNs(wt);
+        long c1 = processCpuNs(), w1 = taskCpuNs(wt);
+        await(bar);
+        join(ts);
         timer.stop();
         long done = (long) each * np, threads = Arrays.stream(cpu).sum() + w1 - w0;
         String name = "cancel-" + np + "p";
@@ -244,10 +278,21 @@ final class Figures {
 
     /* ---- memory ---- */
 
-    private static long heapAfterGc() {
-        for (int i = 0; i < 3; i++)
+    /** The heap in use once collections stop finding garbage. A stopped
+     * HashedWheelTimer has a finalizer, so what it still holds (cancelled
+     * timeouts not yet taken out) outlives the first collection: collect,
+     * run the finalizers, and again, until the heap stops shrinking. */
+    static long heapAfterGc() {
+        long last = Long.MAX_VALUE;
+        for (int i = 0, stable = 0; i < 12 && stable < 2; i++) {
             System.gc();
-        return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+            System.runFinalization();
+            long used = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+            stable = used >= last - (1 << 16) ? stable + 1 : 0;
+            last = Math.min(last, used);
+            LockSupport.parkNanos(20 * MS); /* lets the reference handler queue them */
+        }
+        return last;
     }
 
     private void runMemory(long n) {

@@ -27,7 +27,7 @@ final class Summary {
         final int rounds, warmup, svcWarmup;
         final long n, lateNs, idleNs;
         final String started = stamp(), loadStart = load();
-        String svcCommand;
+        String svcCommand, command;
         double seconds;
 
         Run(int rounds, int warmup, int svcWarmup, long n, long lateNs, long idleNs) {
@@ -195,6 +195,7 @@ final class Summary {
             .append(" s; ").append(Runtime.getRuntime().availableProcessors())
             .append(" CPUs (").append(cpuModel()).append("); load average at start ")
             .append(run.loadStart).append(", at end ").append(load()).append(".\n\n");
+        b.append("- Command: `").append(run.command).append("`.\n");
         b.append("- Netty ").append(nettyVersion()).append(" (Debian libnetty-java), ")
             .append(System.getProperty("java.vm.name")).append(' ')
             .append(System.getProperty("java.vm.version")).append(", JVM options ")
@@ -205,7 +206,8 @@ final class Summary {
                     + "configuration, 1 ms tick).\n");
         b.append("- ").append(run.rounds).append(" rounds, interleaved per workload (which side "
                 + "goes first alternates); ").append(run.warmup)
-            .append(" unrecorded warm-up rounds of Netty before the first; ")
+            .append(" unrecorded warm-up rounds of Netty (every workload at N/10) before the "
+                    + "first; ")
             .append(run.svcWarmup).append(" unrecorded warm-up run of each service workload.\n");
         b.append("- N = ").append(run.n).append(" timers due 1 ms..1 h out (wake-ups: 1..2 h); "
                 + "lateness: 10^5 probes/s due 1..50 ms out for ")

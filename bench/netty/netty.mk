@@ -10,7 +10,7 @@
 # Knobs: NETTY_ROUNDS (3), NETTY_WARMUP (Netty warm-up rounds, 5),
 # NETTY_N (timers, 10^6), NETTY_JVM (JVM options), NETTY_ARGS (passed on,
 # e.g. "--late-ms 5000 --idle-ms 5000"). A full run at the defaults takes
-# about 5 minutes on this project's 2-core machine. make bench needs no JDK.
+# about 6 minutes on this project's 2-core machine. make bench needs no JDK.
 
 NETTY_DIR := $(BUILD)/bench/netty
 NETTY_CLASSES := $(NETTY_DIR)/classes
@@ -31,7 +31,8 @@ bench-netty: deps
 	@$(MAKE) --no-print-directory svcbench netty-build
 	java $(NETTY_JVM) -cp $(NETTY_CLASSES):$(NETTY_JAR) NettyBench \
 	    --svcbench $(SVC_BENCH_BIN) --out $(NETTY_DIR) --rounds $(NETTY_ROUNDS) \
-	    --warmup $(NETTY_WARMUP) --n $(NETTY_N) $(NETTY_ARGS)
+	    --warmup $(NETTY_WARMUP) --n $(NETTY_N) $(NETTY_ARGS) \
+	    --command "make bench-netty NETTY_ROUNDS=$(NETTY_ROUNDS) NETTY_WARMUP=$(NETTY_WARMUP) NETTY_N=$(NETTY_N)$(if $(NETTY_ARGS), NETTY_ARGS='$(NETTY_ARGS)')"
 
 netty-build: $(NETTY_CLASSES)/NettyBench.class
 

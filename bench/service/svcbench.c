@@ -46,7 +46,7 @@ static const struct impl impls[] = {
 
 static const struct sizes full = {2000000, 5 * SEC, 10 * SEC, 2 * SEC,
                                   1000000, 3 * SEC,  3 * SEC};
-static const struct sizes quick = {200000, 1 * SEC, 3 * SEC, 500 * MS,
+static const struct sizes quick = {200000, 1 * SEC, 1500 * MS, 500 * MS,
                                    100000, 1 * SEC, 1 * SEC};
 
 static FILE *csv;
