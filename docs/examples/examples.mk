@@ -1,18 +1,18 @@
 # docs/examples/: built as a user builds them, against an installed copy of
-# the library through pkg-config, and run by `make test` through the
-# loopback test (tests/loop/loopback.c): each server as a real process on
-# 127.0.0.1 with 2,000 client connections. Included by the top Makefile.
+# the library through pkg-config, and run by `make test`: each server
+# through the loopback test (tests/loop/loopback.c) as a real process on
+# 127.0.0.1 with 2,000 client connections, and libevent_timers on its own.
+# Included by the top Makefile.
 #
 #   make examples       build the examples and the loopback client
-#   make examples-run   the loopback test against each example (about 7 s
-#                       each); `make test` runs it before the test suite
+#   make examples-run   run them (about 7 s per server); `make test` runs
+#                       this before the test suite
 
 EX_DIR := $(BUILD)/examples
 EX_PREFIX := $(abspath $(EX_DIR)/usr)
 EX_PC := PKG_CONFIG_PATH=$(EX_PREFIX)/lib/pkgconfig pkg-config
 EX_CFLAGS := -std=c11 -Wall -Wextra -Wpedantic -Werror -O2 -g
-EX_BINS := $(EX_DIR)/epoll_server $(EX_DIR)/uv_server $(EX_DIR)/loopback
-DEPS_CORE += libuv1-dev
+DEPS_CORE += libuv1-dev libevent-dev
 
 .PHONY: examples examples-run examples-install
 
@@ -27,10 +27,14 @@ examples: examples-install
 	    $$($(EX_PC) --cflags --libs timewheel-loop)
 	$(CC) $(EX_CFLAGS) -o $(EX_DIR)/uv_server docs/examples/uv_server.c \
 	    $$($(EX_PC) --cflags --libs timewheel-loop libuv)
+	$(CC) $(EX_CFLAGS) -o $(EX_DIR)/libevent_timers \
+	    docs/examples/libevent_timers.c \
+	    $$($(EX_PC) --cflags --libs timewheel-loop libevent)
 	$(CC) $(EX_CFLAGS) -o $(EX_DIR)/loopback tests/loop/loopback.c \
 	    $$($(EX_PC) --cflags --libs timewheel-loop)
 
 examples-run: examples
+	LD_LIBRARY_PATH=$(EX_PREFIX)/lib $(EX_DIR)/libevent_timers
 	LD_LIBRARY_PATH=$(EX_PREFIX)/lib $(EX_DIR)/loopback $(EX_DIR)/epoll_server
 	LD_LIBRARY_PATH=$(EX_PREFIX)/lib $(EX_DIR)/loopback $(EX_DIR)/uv_server
 
