@@ -165,6 +165,11 @@ void alloc_install(bool guard)
                  "with --no-fork)");
 }
 
+void alloc_fail_after(unsigned long k)
+{
+    atomic_store(&alloc_log.fail_at, k ? atomic_load(&alloc_log.calls) + k : 0);
+}
+
 unsigned long alloc_live(void)
 {
     return atomic_load(&alloc_log.allocs) - atomic_load(&alloc_log.frees);

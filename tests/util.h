@@ -62,6 +62,9 @@ extern struct alloc_log alloc_log;
 
 /* Install the test allocator; asserts that the library took it. */
 void alloc_install(bool guard);
+/* The k-th call to alloc from now returns NULL (k = 1: the next); k = 0:
+ * none does. */
+void alloc_fail_after(unsigned long k);
 /* Blocks handed out and not given back. */
 unsigned long alloc_live(void);
 

@@ -1,0 +1,208 @@
+/*
+ * Every allocation of the service failing in turn, through the test
+ * allocator (tests/util.c): tw_service_create() (the service, its wheel,
+ * its executor threads' array) and each schedule (a handle). Each failure
+ * is a clean NULL with -ENOMEM or a clean -ENOMEM: nothing held, no thread
+ * left running, counters and the pending limit untouched, no release hook
+ * called; the service works afterwards.
+ *
+ * The test allocator must be installed before the library's first
+ * allocation in the process, so each test does it from .init (Criterion
+ * runs every test in a process of its own).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdatomic.h>
+
+#include "timewheel.h"
+#include "util.h"
+
+/* Longest wait for a callback: far above any scheduling delay, so that only
+ * a callback that never runs fails the test. */
+#define PATIENCE (10 * SEC)
+
+static atomic_int runs, releases;
+
+static void counted(void)
+{
+    alloc_install(false);
+}
+
+static void count_run(struct tw_handle *h, void *arg)
+{
+    (void)h;
+    (void)arg;
+    atomic_fetch_add(&runs, 1);
+}
+
+static void count_release(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&releases, 1);
+}
+
+/* Wait until at least n callbacks ran, or fail after PATIENCE. */
+static void wait_runs(int n)
+{
+    uint64_t give_up = now_ns() + PATIENCE;
+
+    while (atomic_load(&runs) < n) {
+        cr_assert_lt(now_ns(), give_up, "%d of %d callbacks ran",
+                     atomic_load(&runs), n);
+        sleep_ns(MS);
+    }
+}
+
+static struct tw_service_stats stats(struct tw_service *s)
+{
+    struct tw_service_stats st;
+
+    cr_assert_eq(tw_service_stats(s, &st), 0);
+    return st;
+}
+
+/* A working service: one timer runs, then stop and destroy give every
+ * block back. */
+static void works_and_goes(struct tw_service *s)
+{
+    int before = atomic_load(&runs);
+
+    cr_assert_eq(tw_service_schedule(s, MS, count_run, NULL, NULL), 0);
+    wait_runs(before + 1);
+    cr_assert_eq(tw_service_stop(s, NULL, NULL), 0);
+    cr_assert_eq(tw_service_destroy(s), 0);
+    cr_assert_eq(alloc_live(), 0, "%lu blocks held after destroy",
+                 alloc_live());
+    cr_assert_eq(atomic_load(&alloc_log.bad_frees), 0);
+}
+
+/* Create fails at allocation 1, 2, ... until it succeeds; returns how many
+ * allocations it makes. */
+static unsigned long create_fails_cleanly(const struct tw_service_config *cfg)
+{
+    struct tw_service *s;
+    unsigned long k;
+    int err;
+
+    for (k = 1;; k++) {
+        cr_assert_lt(k, 100, "create never succeeded");
+        alloc_fail_after(k);
+        err = 1;
+        s = tw_service_create(cfg, &err);
+        if (s)
+            break;
+        cr_assert_eq(err, -ENOMEM, "allocation %lu failed: err %d", k, err);
+        cr_assert_eq(alloc_live(), 0, "allocation %lu failed: %lu held", k,
+                     alloc_live());
+    }
+    cr_assert_eq(err, 0);
+    alloc_fail_after(0);
+    works_and_goes(s);
+    return k - 1;
+}
+
+/* The service, then its wheel's three blocks (hierarchical) or two
+ * (hashed), then the executor threads' array when there is a pool. */
+Test(service_alloc, create_fails_cleanly_at_every_allocation, .init = counted)
+{
+    struct tw_service_config cfg;
+
+    tw_service_config_init(&cfg, TW_HIER);
+    cr_assert_eq(create_fails_cleanly(&cfg), 4);
+    cfg.executor_threads = 2;
+    cr_assert_eq(create_fails_cleanly(&cfg), 5);
+    tw_service_config_init(&cfg, TW_HASHED);
+    cfg.executor_threads = 3;
+    cr_assert_eq(create_fails_cleanly(&cfg), 4);
+}
+
+enum how { ONE_SHOT, PERIODIC, AT, SUBMIT };
+
+static int schedule(struct tw_service *s, enum how how, struct tw_handle **h)
+{
+    struct tw_timer_spec spec = {.deadline = tw_service_now(s) + MS,
+                                 .period = MS,
+                                 .kind = TW_FIXED_DELAY,
+                                 .cb = count_run,
+                                 .release = count_release};
+
+    switch (how) {
+    case ONE_SHOT:
+        return tw_service_schedule(s, MS, count_run, NULL, h);
+    case PERIODIC:
+        return tw_service_schedule_periodic(s, MS, MS, TW_FIXED_RATE, count_run,
+                                            NULL, h);
+    case AT:
+        return tw_service_schedule_at(s, spec.deadline, count_run, NULL, h);
+    default:
+        return tw_service_submit(s, &spec, h);
+    }
+}
+
+/* A schedule of each kind fails at allocation 1, 2, ... until it succeeds:
+ * -ENOMEM, *out NULL, nothing held or counted, no release. The service
+ * holds at most one timer, so a pending slot that a failure kept would
+ * refuse the next schedule with -EAGAIN. Each timer then runs (twice for
+ * the periodic ones) and is cancelled. */
+static void schedule_fails_cleanly(struct tw_service *s, enum how how)
+{
+    unsigned long held = alloc_live(), k;
+    struct tw_service_stats st = stats(s);
+    int before = atomic_load(&runs), rc;
+    struct tw_handle *h;
+
+    for (k = 1;; k++) {
+        cr_assert_lt(k, 100, "schedule %d never succeeded", how);
+        alloc_fail_after(k);
+        h = (struct tw_handle *)s;
+        rc = schedule(s, how, &h);
+        if (rc == 0)
+            break;
+        cr_assert_eq(rc, -ENOMEM, "schedule %d, allocation %lu: %d", how, k,
+                     rc);
+        cr_assert_null(h);
+        cr_assert_eq(alloc_live(), held);
+        cr_assert_eq(stats(s).scheduled, st.scheduled);
+        cr_assert_eq(stats(s).pending, 0);
+        cr_assert_eq(atomic_load(&releases), 0);
+    }
+    alloc_fail_after(0);
+    cr_assert_eq(k, 2, "schedule %d: one allocation, the handle", how);
+    wait_runs(before + (how == PERIODIC || how == SUBMIT ? 2 : 1));
+    cr_assert_geq(tw_handle_cancel(h), 0);
+    tw_handle_release(h);
+}
+
+static void schedules_fail_cleanly(enum tw_mode mode, unsigned threads)
+{
+    struct tw_service_config cfg;
+    struct tw_service *s;
+    uint64_t give_up;
+
+    tw_service_config_init(&cfg, mode);
+    cfg.executor_threads = threads;
+    cfg.max_pending = 1;
+    s = tw_service_create(&cfg, NULL);
+    cr_assert_not_null(s);
+    for (enum how how = ONE_SHOT; how <= SUBMIT; how++) {
+        schedule_fails_cleanly(s, how);
+        /* The cancelled or finished timer leaves the service. */
+        give_up = now_ns() + PATIENCE;
+        while (stats(s).pending > 0) {
+            cr_assert_lt(now_ns(), give_up, "a timer stayed pending");
+            sleep_ns(MS);
+        }
+    }
+    works_and_goes(s);
+    cr_assert_eq(atomic_load(&releases), 1, "the submitted timer's release");
+}
+
+Test(service_alloc, schedule_fails_cleanly_hier_on_worker, .init = counted)
+{
+    schedules_fail_cleanly(TW_HIER, 0);
+}
+
+Test(service_alloc, schedule_fails_cleanly_hashed_on_pool, .init = counted)
+{
+    schedules_fail_cleanly(TW_HASHED, 2);
+}
