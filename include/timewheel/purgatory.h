@@ -41,11 +41,16 @@
  * Lock order, the rule for try_complete: the purgatory holds none of its
  * locks while it calls try_complete, and tw_purgatory_watch() and
  * tw_purgatory_check() never wait for a try_complete running on another
- * thread (they leave it a note to try again), so a caller may hold any of
- * its own locks while calling them. Only tw_purgatory_cancel_key(),
- * tw_purgatory_stop() and tw_purgatory_destroy() wait for try_complete
- * calls already running on other threads: do not call those three while
- * holding a lock that a try_complete takes.
+ * thread (they leave it a note to try again and move on). They do run
+ * try_complete on the calling thread, so a caller that holds one of its
+ * own locks while calling them must hold it recursively if try_complete
+ * takes it too (as Java's locks are, in Kafka). With that, holding any lock
+ * across watch and check is safe: the deadlock of Kafka's purgatory (a
+ * checker holding the caller's lock blocks on an operation's lock whose
+ * holder waits in tryComplete for the caller's lock) cannot happen. Only
+ * tw_purgatory_cancel_key(), tw_purgatory_stop() and tw_purgatory_destroy()
+ * wait for try_complete calls already running on other threads: do not
+ * call those three while holding a lock that a try_complete takes.
  */
 #ifndef TIMEWHEEL_PURGATORY_H
 #define TIMEWHEEL_PURGATORY_H

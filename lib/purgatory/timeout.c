@@ -5,17 +5,18 @@
  * tw_schedule_after(), cancelling tw_cancel(), and the expiry runs inside
  * the caller's tw_advance(), on the one thread that uses the purgatory.
  *
- * Over a service the record keeps the handle that tw_service_schedule()
+ * Over a service the record keeps the handle that tw_service_submit()
  * returns. The timer callback may run on the worker or an executor thread
  * at any moment after arming, even before the handle is stored, so it
- * reaches the record through its own reference and never through the
+ * reaches the record through a reference of its own and never through the
  * handle. It claims a WATCHING record (and then expires it on its own
  * thread), notes EXPIRE on an owned one (the owner expires it), and leaves
- * a DONE one alone; then it drops its reference. The claimer disarms: a
- * cancel that wins (1) means the callback will never run, so the claimer
- * drops the callback's reference; a timer that the service has handed back
- * by its stop will not run either. Otherwise the callback runs, or has run,
- * and drops its own.
+ * a DONE one alone. The timer's reference is dropped by the service's
+ * release function, which the service calls exactly once when it lets go
+ * of the timer for good (after the callback returned, once a cancelled
+ * timer is out of its structures, or at its stop), so the claimer only
+ * cancels and releases its handle and never has to know whether the
+ * callback is running.
  */
 #include "purgatory.h"
 
@@ -59,24 +60,36 @@ static void on_service_timer(struct tw_handle *h, void *arg)
     struct tw__pwatch *w = arg;
 
     (void)h;
-    /* Our reference keeps the record alive through expire()'s put. */
     if (expire_or_note(w))
         expire(w);
-    tw__p_put(w);
+}
+
+/* The service lets go of the timer: drop its reference. */
+static void on_service_release(void *arg)
+{
+    tw__p_put(arg);
+}
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
 int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns)
 {
     struct tw_purgatory *p = w->p;
+    struct tw_timer_spec spec = {.cb = on_service_timer,
+                                 .arg = w,
+                                 .release = on_service_release};
     int rc;
 
     if (p->wheel) {
         tw_timer_init(&w->to.timer, on_core_timer, w);
         return tw_schedule_after(p->wheel, &w->to.timer, timeout_ns);
     }
-    atomic_fetch_add(&w->refs, 1); /* the callback's */
-    rc = tw_service_schedule(p->svc, timeout_ns, on_service_timer, w,
-                             &w->to.handle);
+    spec.deadline = add_sat(tw_service_now(p->svc), timeout_ns);
+    atomic_fetch_add(&w->refs, 1); /* the timer's */
+    rc = tw_service_submit(p->svc, &spec, &w->to.handle);
     if (rc < 0)
         atomic_fetch_sub(&w->refs, 1);
     return rc;
@@ -84,14 +97,10 @@ int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns)
 
 void tw__p_disarm(struct tw__pwatch *w)
 {
-    struct tw_handle *h;
-
     if (w->p->wheel) {
         tw_cancel(w->p->wheel, &w->to.timer);
         return;
     }
-    h = w->to.handle;
-    if (tw_handle_cancel(h) == 1 || tw_handle_query(h) == TW_HANDLE_RETURNED)
-        atomic_fetch_sub(&w->refs, 1); /* the callback's: it never runs */
-    tw_handle_release(h);
+    tw_handle_cancel(w->to.handle);
+    tw_handle_release(w->to.handle);
 }

@@ -1,0 +1,331 @@
+/*
+ * The purgatory over the threaded service (suite purgatory_service): the
+ * behaviours of test_watch.c where threads change something, and the lock
+ * order. Waits are bounded polls (a few seconds at most) and no test
+ * asserts how soon something happens, only that it happens and what ran.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "preq.h"
+#include "util.h"
+
+/* Poll until *n reaches want, for at most 10 s; returns whether it did. */
+static bool wait_for(atomic_int *n, int want)
+{
+    uint64_t end = now_ns() + 10 * SEC;
+
+    while (atomic_load(n) < want && now_ns() < end)
+        sleep_ns(MS);
+    return atomic_load(n) >= want;
+}
+
+static struct tw_service *service_new(unsigned threads, size_t max_pending)
+{
+    struct tw_service_config cfg;
+    struct tw_service *s;
+    int err = 1;
+
+    tw_service_config_init(&cfg, TW_HIER);
+    cfg.executor_threads = threads;
+    cfg.max_pending = max_pending;
+    s = tw_service_create(&cfg, &err);
+    cr_assert(s && err == 0, "service create: %d", err);
+    return s;
+}
+
+static struct tw_purgatory *purgatory_on(struct tw_service *s)
+{
+    struct tw_purgatory_config cfg;
+    struct tw_purgatory *p;
+    int err = 1;
+
+    tw_purgatory_config_init(&cfg);
+    cfg.service = s;
+    p = tw_purgatory_create(&cfg, &err);
+    cr_assert(p && err == 0, "purgatory create: %d", err);
+    return p;
+}
+
+/* Destroy both, the purgatory first; the service then holds no timer. */
+static void both_free(struct tw_purgatory *p, struct tw_service *s)
+{
+    struct tw_service_stats st;
+
+    cr_assert_eq(tw_purgatory_destroy(p), 0);
+    cr_assert_eq(tw_service_stop(s, NULL, NULL), 0);
+    cr_assert_eq(tw_service_stats(s, &st), 0);
+    cr_assert_eq(st.returned, 0, "a timeout outlived its operation");
+    cr_assert_eq(tw_service_destroy(s), 0);
+}
+
+/* A request that records the thread of its on_complete. */
+struct treq {
+    struct preq r;
+    pthread_t thread;
+};
+
+static void complete_records_thread(struct tw_delayed *op, void *arg)
+{
+    struct treq *t = TW_CONTAINER_OF(arg, struct treq, r);
+
+    t->thread = pthread_self();
+    t->r.expired_first = atomic_load(&t->r.expires) > 0;
+    t->r.state_in_complete = tw_delayed_state(op);
+    atomic_fetch_add(&t->r.completes, 1);
+}
+
+static void expires_on_a_service_thread(unsigned executors)
+{
+    struct tw_service *s = service_new(executors, 0);
+    struct tw_purgatory *p = purgatory_on(s);
+    struct tw_key k[2] = {pkey("a"), pkey("b")};
+    struct treq t;
+
+    preq_init(&t.r, p);
+    t.r.op.on_complete = complete_records_thread;
+    cr_assert_eq(tw_purgatory_watch(p, &t.r.op, k, 2, 20 * MS), 0);
+    cr_assert(wait_for(&t.r.completes, 1), "never expired");
+    cr_assert_eq(t.r.expires, 1);
+    cr_assert(t.r.expired_first);
+    cr_assert_eq(t.r.state_in_complete, TW_DELAYED_EXPIRED);
+    cr_assert(!pthread_equal(t.thread, pthread_self()),
+              "expiry runs on the service's thread");
+    stats_are(p, 1, 0, 1, 0, 0, 0, 0);
+    both_free(p, s);
+    cr_assert_eq(t.r.completes, 1);
+}
+
+Test(purgatory_service, expires_on_the_worker)
+{
+    expires_on_a_service_thread(0);
+}
+
+Test(purgatory_service, expires_on_the_executor)
+{
+    expires_on_a_service_thread(2);
+}
+
+struct checker {
+    struct tw_purgatory *p;
+    const char *key;
+    int64_t completed;
+};
+
+static void *check_in_thread(void *arg)
+{
+    struct checker *c = arg;
+
+    c->completed = tw_purgatory_check(c->p, c->key, strlen(c->key));
+    return NULL;
+}
+
+Test(purgatory_service, completed_by_another_thread_cancels_its_timeout)
+{
+    struct tw_service *s = service_new(0, 0);
+    struct tw_purgatory *p = purgatory_on(s);
+    struct tw_key k = pkey("orders-3");
+    struct checker c = {p, "orders-3", -1};
+    struct tw_service_stats st;
+    struct treq t;
+    pthread_t th;
+
+    preq_init(&t.r, p);
+    t.r.op.on_complete = complete_records_thread;
+    cr_assert_eq(tw_purgatory_watch(p, &t.r.op, &k, 1, 3600 * SEC), 0);
+    atomic_store(&t.r.ready, true);
+    cr_assert_eq(pthread_create(&th, NULL, check_in_thread, &c), 0);
+    cr_assert_eq(pthread_join(th, NULL), 0);
+    cr_assert_eq(c.completed, 1);
+    cr_assert_eq(t.r.completes, 1);
+    cr_assert(pthread_equal(t.thread, th), "on_complete ran on the checker");
+    stats_are(p, 1, 1, 0, 0, 0, 0, 0);
+    cr_assert_eq(tw_service_stats(s, &st), 0);
+    cr_assert_eq(st.cancelled, 1, "the timeout was cancelled at once");
+    both_free(p, s);
+}
+
+/* A timeout of 0 fires on the worker while watch may still own the
+ * operation: either way it expires exactly once. */
+Test(purgatory_service, zero_timeout_races_the_watch)
+{
+    enum { N = 300 };
+    struct tw_service *s = service_new(0, 0);
+    struct tw_purgatory *p = purgatory_on(s);
+    struct tw_key k = pkey("k");
+    static struct preq r[N];
+    atomic_int done = 0;
+
+    for (int i = 0; i < N; i++) {
+        preq_init(&r[i], p);
+        cr_assert_eq(tw_purgatory_watch(p, &r[i].op, &k, 1, 0), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        cr_assert(wait_for(&r[i].completes, 1), "op %d never expired", i);
+        cr_assert_eq(r[i].expires, 1);
+        atomic_fetch_add(&done, 1);
+    }
+    stats_are(p, N, 0, N, 0, 0, 0, 0);
+    both_free(p, s);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(r[i].completes, 1);
+}
+
+Test(purgatory_service, stop_hands_back_and_refuses_later_watches)
+{
+    struct tw_service *s = service_new(0, 0);
+    struct tw_purgatory *p = purgatory_on(s);
+    struct tw_key k[2] = {pkey("a"), pkey("b")};
+    struct preq r[20], late;
+
+    for (int i = 0; i < 20; i++) {
+        preq_init(&r[i], p);
+        cr_assert_eq(tw_purgatory_watch(p, &r[i].op, k, 1 + (size_t)(i % 2),
+                                        3600 * SEC),
+                     0);
+    }
+    cr_assert_eq(tw_purgatory_stop(p, preq_handback, NULL), 20);
+    for (int i = 0; i < 20; i++)
+        cr_assert_eq(r[i].handed_back, 1);
+    stats_are(p, 20, 0, 0, 0, 20, 0, 0);
+    preq_init(&late, p);
+    cr_assert_eq(tw_purgatory_watch(p, &late.op, k, 1, SEC), -ESHUTDOWN);
+    cr_assert_eq(tw_delayed_state(&late.op), TW_DELAYED_IDLE);
+    both_free(p, s);
+}
+
+Test(purgatory_service, cancel_key_hands_back_over_the_service)
+{
+    struct tw_service *s = service_new(0, 0);
+    struct tw_purgatory *p = purgatory_on(s);
+    struct tw_key k = pkey("gone");
+    struct preq r[5];
+
+    for (int i = 0; i < 5; i++) {
+        preq_init(&r[i], p);
+        cr_assert_eq(tw_purgatory_watch(p, &r[i].op, &k, 1, 50 * MS), 0);
+    }
+    cr_assert_eq(tw_purgatory_cancel_key(p, "gone", 4, preq_handback, NULL),
+                 5);
+    sleep_ns(100 * MS); /* past the cancelled timeouts */
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(r[i].handed_back, 1);
+        cr_assert_eq(r[i].completes + r[i].expires, 0);
+    }
+    stats_are(p, 5, 0, 0, 5, 0, 0, 0);
+    both_free(p, s);
+}
+
+/* The service's refusals come back from watch, and lose nothing. */
+Test(purgatory_service, service_refusals_leave_the_operation_idle)
+{
+    struct tw_service *s = service_new(0, 1);
+    struct tw_purgatory *p = purgatory_on(s);
+    struct tw_key k = pkey("k");
+    struct preq r[2];
+
+    preq_init(&r[0], p);
+    preq_init(&r[1], p);
+    cr_assert_eq(tw_purgatory_watch(p, &r[0].op, &k, 1, 3600 * SEC), 0);
+    cr_assert_eq(tw_purgatory_watch(p, &r[1].op, &k, 1, 3600 * SEC), -EAGAIN,
+                 "max_pending");
+    cr_assert_eq(tw_delayed_state(&r[1].op), TW_DELAYED_IDLE);
+    stats_are(p, 1, 0, 0, 0, 0, 1, 1);
+    cr_assert_eq(tw_purgatory_stop(p, preq_handback, NULL), 1);
+    cr_assert_eq(tw_purgatory_destroy(p), 0);
+    /* A stopped service: -ESHUTDOWN. */
+    p = purgatory_on(s);
+    cr_assert_eq(tw_service_stop(s, NULL, NULL), 0);
+    preq_init(&r[1], p);
+    cr_assert_eq(tw_purgatory_watch(p, &r[1].op, &k, 1, SEC), -ESHUTDOWN);
+    cr_assert_eq(tw_delayed_state(&r[1].op), TW_DELAYED_IDLE);
+    stats_are(p, 0, 0, 0, 0, 0, 0, 0);
+    cr_assert_eq(tw_purgatory_destroy(p), 0);
+    cr_assert_eq(tw_service_destroy(s), 0);
+}
+
+/*
+ * The lock order: a caller holds its own lock while checking a key, and
+ * the operation's try_complete takes that same lock, on this thread (the
+ * lock is recursive, as Java's are) and on another thread at once. Kafka's
+ * purgatory deadlocks here: the checker holding the caller's lock blocks on
+ * the operation's lock, whose holder's tryComplete waits for the caller's
+ * lock. Here the checker never waits for an owner (it leaves a note and
+ * moves on), so both threads finish; a deadlock would hang the test until
+ * Criterion's timeout fails it.
+ */
+static pthread_mutex_t caller_lock;
+static atomic_int lock_tries;
+
+static void caller_lock_init(void)
+{
+    pthread_mutexattr_t a;
+
+    cr_assert_eq(pthread_mutexattr_init(&a), 0);
+    cr_assert_eq(pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE), 0);
+    cr_assert_eq(pthread_mutex_init(&caller_lock, &a), 0);
+    pthread_mutexattr_destroy(&a);
+}
+
+static bool try_under_caller_lock(struct tw_delayed *op, void *arg)
+{
+    (void)op;
+    (void)arg;
+    pthread_mutex_lock(&caller_lock);
+    atomic_fetch_add(&lock_tries, 1);
+    pthread_mutex_unlock(&caller_lock);
+    return false;
+}
+
+static void never(struct tw_delayed *op, void *arg)
+{
+    (void)op;
+    (void)arg;
+}
+
+struct locker {
+    struct tw_purgatory *p;
+    bool hold;
+    int rounds;
+};
+
+static void *check_rounds(void *arg)
+{
+    struct locker *l = arg;
+
+    for (int i = 0; i < l->rounds; i++) {
+        if (l->hold)
+            pthread_mutex_lock(&caller_lock);
+        cr_assert_geq(tw_purgatory_check(l->p, "k", 1), 0);
+        if (l->hold)
+            pthread_mutex_unlock(&caller_lock);
+    }
+    return NULL;
+}
+
+Test(purgatory_service, checking_under_a_caller_lock_cannot_deadlock,
+     .timeout = 60)
+{
+    struct tw_service *s = service_new(0, 0);
+    struct tw_purgatory *p = purgatory_on(s);
+    struct tw_key k = pkey("k");
+    struct locker l[2] = {{p, true, 2000}, {p, false, 2000}};
+    struct tw_delayed op[8];
+    pthread_t th[2];
+
+    caller_lock_init();
+    for (int i = 0; i < 8; i++) {
+        tw_delayed_init(&op[i], try_under_caller_lock, never, never, NULL);
+        cr_assert_eq(tw_purgatory_watch(p, &op[i], &k, 1, 3600 * SEC), 0);
+    }
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(pthread_create(&th[i], NULL, check_rounds, &l[i]), 0);
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(pthread_join(th[i], NULL), 0);
+    cr_assert_geq(lock_tries, 8 * 2, "both threads tried");
+    stats_are(p, 8, 0, 0, 0, 0, 8, 1);
+    cr_assert_eq(tw_purgatory_stop(p, NULL, NULL), 8);
+    both_free(p, s);
+}
