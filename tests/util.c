@@ -4,8 +4,11 @@
 /* MAP_ANONYMOUS, for the guard pages. */
 #define _DEFAULT_SOURCE
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -173,4 +176,33 @@ void alloc_fail_after(unsigned long k)
 unsigned long alloc_live(void)
 {
     return atomic_load(&alloc_log.allocs) - atomic_load(&alloc_log.frees);
+}
+
+/* ---- out of address space --------------------------------------------- */
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TW_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TW_TEST_SANITIZED 1
+#endif
+#endif
+
+void limit_address_space(size_t room)
+{
+    unsigned long pages = 0;
+    struct rlimit rl;
+    FILE *fp;
+
+#ifdef TW_TEST_SANITIZED
+    cr_skip_test("the sanitizers reserve more address space than any cap");
+#endif
+    if (getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "vgpreload"))
+        cr_skip_test("valgrind manages the address space itself");
+    fp = fopen("/proc/self/statm", "r");
+    cr_assert_not_null(fp);
+    cr_assert_eq(fscanf(fp, "%lu", &pages), 1);
+    fclose(fp);
+    rl.rlim_cur = rl.rlim_max = pages * page_size() + room;
+    cr_assert_eq(setrlimit(RLIMIT_AS, &rl), 0);
 }

@@ -68,4 +68,11 @@ void alloc_fail_after(unsigned long k);
 /* Blocks handed out and not given back. */
 unsigned long alloc_live(void);
 
+/* Cap this process's address space at what it maps now plus room, so that
+ * a large allocation (or a thread's stack) fails for real. Criterion runs
+ * each test in a process of its own, so the cap ends with the test. Skips
+ * the test under the sanitizers, which reserve more address space than any
+ * cap, and under valgrind, which manages it itself. */
+void limit_address_space(size_t room);
+
 #endif /* TW_TEST_UTIL_H */
