@@ -71,6 +71,24 @@ static int check_defer(const struct tw_wheel *w, char *why, size_t len)
     return 0;
 }
 
+/* The idle bound must never pass work: no later than the next piece of
+ * work in the slots, 0 while a due list holds timers or the wheel is
+ * busy, and always 0 for the hashed wheel. */
+static int check_idle(const struct tw_wheel *w, char *why, size_t len)
+{
+    uint64_t tick;
+
+    if (w->idle_ns == 0)
+        return 0;
+    if (w->busy || w->mode != TW_HIER || !tw__list_empty(&w->expired) ||
+        !tw__list_empty(&w->deferred))
+        return tw__fail(why, len, "idle bound open with work due");
+    tick = tw__hier_next_tick(w);
+    if (tick != UINT64_MAX && w->idle_ns > tw__tick_time(w, tick))
+        return tw__fail(why, len, "idle bound past the next work");
+    return 0;
+}
+
 static int check_counts(const struct tw_wheel *w, char *why, size_t len)
 {
     size_t count = 0;
@@ -99,6 +117,8 @@ TW_PUBLIC int tw_check(const struct tw_wheel *w, char *why, size_t len)
         rc = check_expired(w, why, len);
     if (!rc)
         rc = check_defer(w, why, len);
+    if (!rc)
+        rc = check_idle(w, why, len);
     if (!rc)
         rc = w->mode == TW_HIER ? tw__hier_check(w, why, len)
                                 : tw__hashed_check(w, why, len);

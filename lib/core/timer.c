@@ -38,9 +38,10 @@ TW_PUBLIC uint64_t tw_timer_deadline(const struct tw_timer *t)
 static void place(struct tw_wheel *w, struct tw_timer *t, uint64_t deadline)
 {
     t->deadline = deadline;
-    if (deadline <= w->defer_ns)
+    if (deadline <= w->defer_ns) {
         tw__list_push_back(&w->deferred, &t->link);
-    else
+        w->idle_ns = 0; /* the next advance must flush it */
+    } else
         tw__insert(w, t);
     w->count++;
 }

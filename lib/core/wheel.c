@@ -94,6 +94,8 @@ static int build(struct tw_wheel *w, const struct tw_config *given)
     w->max_tick = tw__due_tick(w, UINT64_MAX);
     w->tick_limit = (UINT64_MAX - w->start_ns) / w->tick_ns;
     tw__set_defer(w, w->start_ns); /* the boundary of tick 0 */
+    /* Empty: the hierarchical wheel may skip any advance (advance.c). */
+    w->idle_ns = w->mode == TW_HIER ? UINT64_MAX : 0;
     tw__list_init(&w->expired);
     tw__list_init(&w->deferred);
     rc = w->mode == TW_HIER ? tw__hier_layout(w, &cfg)
@@ -211,16 +213,20 @@ static int visit_list(struct tw_link *head, void *ctx)
 TW_PUBLIC int tw_visit(struct tw_wheel *w, tw_visitor *fn, void *ctx)
 {
     struct visit v = {fn, ctx};
+    uint64_t idle;
     unsigned busy;
     int rc;
 
     if (!w || !fn)
         return -EINVAL;
     busy = w->busy;
+    idle = w->idle_ns;
     w->busy |= TW__VISITING;
-    tw__set_defer(w, w->defer_ns); /* closes the fast path */
+    w->idle_ns = 0;                /* closes the fast paths: advance, */
+    tw__set_defer(w, w->defer_ns); /* schedule and re-arm */
     rc = each_list(w, visit_list, &v);
     w->busy = busy;
     tw__set_defer(w, w->defer_ns);
+    w->idle_ns = idle;
     return rc;
 }

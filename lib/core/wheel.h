@@ -84,6 +84,8 @@ struct tw_wheel {
                         * target tick while advancing, of cur otherwise */
     uint64_t fast_ns;  /* defer_ns, or UINT64_MAX when the fast path of
                         * schedule and re-arm is closed (timer.c) */
+    uint64_t idle_ns;  /* an advance to a time before this has nothing to
+                        * do (advance.c); 0 closes that fast path */
     size_t count;      /* pending timers */
     struct tw_link expired;
     struct tw_link deferred;

@@ -350,3 +350,69 @@ Test(advance, rearm_later_does_not_block_others)
         tw_destroy(w);
     }
 }
+
+/* An advance before the next piece of work is one comparison (advance.c):
+ * it records the time and leaves cur behind. Everything afterwards must
+ * behave as if cur had moved: errors, timers scheduled into the gap between
+ * cur and the wheel's time, and work that arrives earlier than the bound. */
+Test(advance, idle_advances_keep_every_promise)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec far, past, near;
+
+    rec_init(&far, w);
+    rec_init(&past, w);
+    rec_init(&near, w);
+    cr_assert_eq(tw_schedule(w, &far.t, 3600 * SEC), 0);
+    cr_assert_eq(tw_advance(w, MS), 0); /* general: computes the bound */
+    for (uint64_t t = 2; t <= 5000; t++) {
+        cr_assert_eq(tw_advance(w, t * MS), 0);
+        cr_assert_eq(tw_now(w), t * MS);
+    }
+    wheel_ok(w);
+    cr_assert_eq(tw_advance(w, 4999 * MS), -ERANGE);
+    cr_assert_eq(tw_advance_bounded(w, 5001 * MS, 0), -EINVAL);
+    cr_assert_eq(tw_now(w), 5000 * MS);
+    /* Between cur and the wheel's time: runs at the next advance. */
+    cr_assert_eq(tw_schedule(w, &past.t, 4000 * MS), 0);
+    wheel_ok(w);
+    cr_assert_eq(tw_next_deadline(w), 5000 * MS);
+    /* Earlier than the bound, but after the wheel's time. */
+    cr_assert_eq(tw_schedule(w, &near.t, 5003 * MS), 0);
+    cr_assert_eq(tw_advance(w, 5000 * MS), 1);
+    cr_assert_eq(past.fired, 1);
+    cr_assert_eq(tw_advance(w, 5002 * MS), 0);
+    cr_assert_eq(tw_advance(w, 5003 * MS), 1);
+    cr_assert_eq(near.fired, 1);
+    cr_assert_eq(far.fired, 0);
+    wheel_ok(w);
+    cr_assert_eq(tw_advance(w, 3600 * SEC), 1);
+    cr_assert_eq(far.at, 3600 * SEC);
+    tw_destroy(w);
+}
+
+/* A callback may not advance its wheel, even when the advance it asks for
+ * would have nothing to do. */
+static void advance_inside(struct tw_timer *t, void *arg)
+{
+    struct rec *r = TW_CONTAINER_OF(t, struct rec, t);
+
+    (void)arg;
+    r->victim_rc = (int)tw_advance(r->w, tw_now(r->w));
+    r->fired++;
+}
+
+Test(advance, idle_path_refuses_advance_from_callback)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec a, b;
+
+    rec_init(&a, w);
+    rec_init(&b, w);
+    tw_timer_init(&a.t, advance_inside, NULL);
+    cr_assert_eq(tw_schedule(w, &a.t, 10 * MS), 0);
+    cr_assert_eq(tw_schedule(w, &b.t, 3600 * SEC), 0);
+    cr_assert_eq(tw_advance(w, 10 * MS), 1);
+    cr_assert_eq(a.victim_rc, -EBUSY);
+    tw_destroy(w);
+}
