@@ -310,12 +310,16 @@ final class Figures {
 
     /* ---- lateness ---- */
 
+    static final long LATE_WAIT = 10 * SEC; /* longest wait for the last probes */
+    static final AtomicInteger PROBES_RUN = new AtomicInteger();
+
     static final class Probe implements TimerTask {
         long deadline, ran;
 
         @Override
         public void run(Timeout t) {
             ran = System.nanoTime();
+            PROBES_RUN.incrementAndGet();
         }
     }
 
@@ -330,6 +334,7 @@ final class Figures {
             timer.newTimeout(NOP, delay1ms1h(seed), TimeUnit.NANOSECONDS);
         postSentinel(timer);
         awaitSentinels(1);
+        PROBES_RUN.set(0);
         long t = System.nanoTime();
         int k = 0;
         for (int i = 0; i < ms; i++) {
@@ -341,7 +346,8 @@ final class Figures {
             t += MS;
             sleepUntil(t);
         }
-        sleepUntil(t + 100 * MS);
+        while (PROBES_RUN.get() < count && System.nanoTime() < t + LATE_WAIT)
+            LockSupport.parkNanos(MS);
         timer.stop(); /* joins the worker */
         long[] late = new long[count];
         int ran = 0;

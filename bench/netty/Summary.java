@@ -69,9 +69,9 @@ final class Summary {
         new Figure("lateness", "late_p50_us", "lateness p50", "ms", 1e-3, false),
         new Figure("lateness", "late_p99_us", "lateness p99", "ms", 1e-3, false),
         new Figure("lateness", "late_max_us", "lateness max", "ms", 1e-3, false),
-        new Figure("lateness", "probes_not_run", "probes not run 100 ms after the stream", "",
+        new Figure("lateness", "probes_not_run", "probes not run 10 s after the stream", "",
                    1, false),
-        new Figure("wakeups", "wakeups_per_s", "idle wake-ups per second", "1/s", 1, false),
+        new Figure("wakeups", "wakeups_per_s", "idle wake-ups per second (sleeps ended; 0 with CPU busy: never slept)", "1/s", 1, false),
         new Figure("wakeups", "worker_cpu_us_per_s", "idle worker CPU", "us/s", 1, false),
     };
 

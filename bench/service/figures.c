@@ -22,6 +22,8 @@
  *   lateness     N timers due 1 ms..1 h behind, then 10^5 probes per second
  *                due 1..50 ms out; a probe's lateness is when its callback
  *                starts less (the time read before scheduling it + delay).
+ *                It waits for every probe (10 s at most after the stream),
+ *                so a worker that falls behind shows in the percentiles.
  *   wakeups      N timers due 1..2 h out, nothing else: the worker thread's
  *                voluntary context switches per second and its CPU time
  *                (/proc/self/task/TID, TID read by a callback on it).
@@ -342,15 +344,29 @@ void fig_memory(const struct impl *im, const struct sizes *sz, int warmup)
 
 /* ---- lateness ---------------------------------------------------------------- */
 
+#define LATE_WAIT (10 * SEC) /* longest wait for the last probes */
+
 struct probe {
     uint64_t deadline; /* read before scheduling, plus the delay */
     uint64_t ran;      /* when the callback started; 0 if it did not */
 };
 
+static atomic_uint_fast64_t probes_run;
+
 static void probe_cb(struct tw_handle *h, void *arg)
 {
     (void)h;
     ((struct probe *)arg)->ran = now_ns();
+    atomic_fetch_add_explicit(&probes_run, 1, memory_order_release);
+}
+
+/* Wait until every probe has run, or LATE_WAIT after the stream: a worker
+ * that fell behind shows as lateness, not as probes left out. */
+static void await_probes(uint64_t count, uint64_t end)
+{
+    while (atomic_load_explicit(&probes_run, memory_order_acquire) < count &&
+           now_ns() < end + LATE_WAIT)
+        sleep_until(now_ns() + MS);
 }
 
 static void late_rows(const struct impl *im, uint64_t n, struct probe *pr,
@@ -385,6 +401,7 @@ void fig_lateness(const struct impl *im, const struct sizes *sz)
              "schedule");
     post_sentinel(s);
     await_sentinels(1);
+    atomic_store(&probes_run, 0);
     t = now_ns();
     for (uint64_t i = 0; i < ms; i++) {
         for (uint64_t j = 0; j < per_ms; j++, k++) {
@@ -397,7 +414,7 @@ void fig_lateness(const struct impl *im, const struct sizes *sz)
         t += MS;
         sleep_until(t);
     }
-    sleep_until(t + 100 * MS);
+    await_probes(count, t);
     must(tw_service_destroy(s), "destroy"); /* joins the worker */
     late_rows(im, sz->timers, pr, count);
     free(pr);
