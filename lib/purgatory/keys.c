@@ -55,17 +55,21 @@ struct tw__pshard *tw__p_shard(struct tw_purgatory *p, uint64_t hash)
     return &p->shards[(hash >> 32) & (p->nshards - 1)];
 }
 
+/* Over a core wheel every call comes from the one thread that drives the
+ * wheel (the contract of that mode), so the locks would only cost. */
 void tw__p_lock(struct tw__pshard *sh)
 {
-    pthread_mutex_lock(&sh->lock);
+    if (sh->locking)
+        pthread_mutex_lock(&sh->lock);
 }
 
 void tw__p_unlock(struct tw__pshard *sh)
 {
-    pthread_mutex_unlock(&sh->lock);
+    if (sh->locking)
+        pthread_mutex_unlock(&sh->lock);
 }
 
-int tw__p_shard_init(struct tw__pshard *sh)
+int tw__p_shard_init(struct tw__pshard *sh, bool locking)
 {
     size_t size = SHARD_MIN_BUCKETS * sizeof(*sh->buckets);
 
@@ -75,6 +79,7 @@ int tw__p_shard_init(struct tw__pshard *sh)
     memset(sh->buckets, 0, size);
     sh->nbuckets = SHARD_MIN_BUCKETS;
     sh->nkeys = 0;
+    sh->locking = locking;
     if (pthread_mutex_init(&sh->lock, NULL) != 0) {
         tw_free(sh->buckets, size);
         return -ENOMEM;

@@ -100,7 +100,7 @@ static struct tw_purgatory *create(const struct tw_purgatory_config *cfg)
     }
     memset(p->shards, 0, n * sizeof(*p->shards));
     for (unsigned i = 0; i < n; i++) {
-        if (tw__p_shard_init(&p->shards[i]) < 0) {
+        if (tw__p_shard_init(&p->shards[i], p->svc != NULL) < 0) {
             free_shards(p, i);
             return NULL;
         }

@@ -85,6 +85,7 @@ struct tw__pkey {
  * (the allocator promises 16-byte alignment, not 64). */
 struct tw__pshard {
     pthread_mutex_t lock;
+    bool locking; /* over a service; a core wheel has one thread */
     struct tw__pkey **buckets;
     size_t nbuckets; /* a power of two */
     size_t nkeys;
@@ -144,8 +145,9 @@ int tw__p_key_link(struct tw__pshard *sh, struct tw__pentry *e,
 /* Unlink e from its key's list, freeing the key with its last watcher
  * (shard locked). */
 void tw__p_key_unlink(struct tw__pshard *sh, struct tw__pentry *e);
-/* Set up and tear down a shard's table. */
-int tw__p_shard_init(struct tw__pshard *sh);
+/* Set up and tear down a shard's table; locking says whether its lock is
+ * taken (over a service) or not (over a core wheel, one thread). */
+int tw__p_shard_init(struct tw__pshard *sh, bool locking);
 void tw__p_shard_fini(struct tw__pshard *sh);
 void tw__p_lock(struct tw__pshard *sh);
 void tw__p_unlock(struct tw__pshard *sh);
