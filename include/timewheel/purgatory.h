@@ -28,10 +28,12 @@
  *  Neither on_expire nor on_complete runs while the purgatory holds a lock;
  *  both may call any purgatory function.
  *
- * Two ways to run the timeouts (struct tw_purgatory_config):
+ * Three ways to run the timeouts (struct tw_purgatory_config):
  *  - over a core wheel that the caller drives (an event loop): every call,
  *    and tw_advance() of that wheel, from one thread; timeouts expire inside
  *    tw_advance().
+ *  - over a timer of the caller's (struct tw_purgatory_timer), one thread:
+ *    the caller reports each fired timeout with tw_purgatory_expire().
  *  - over a service: any thread may watch, check and cancel; timeouts expire
  *    on the service's worker or executor threads. An expiry that meets the
  *    operation while another thread is running its try_complete is left to
@@ -119,10 +121,25 @@ struct tw_key {
 };
 
 /*
- * How to build a purgatory: exactly one of wheel and service.
+ * Timeouts on a timer of the caller's own (a binary heap, libuv, ...), for
+ * a purgatory used from one thread like one over a core wheel. arm starts
+ * op's timeout, timeout_ns from the caller's now (0, or a negative code
+ * that watch returns); it must not expire op before returning. disarm stops
+ * it; it is called once for every armed timeout, also after it fired.
+ * When a timeout fires the caller calls tw_purgatory_expire().
+ */
+struct tw_purgatory_timer {
+    int (*arm)(void *ctx, struct tw_delayed *op, uint64_t timeout_ns);
+    void (*disarm)(void *ctx, struct tw_delayed *op);
+    void *ctx;
+};
+
+/*
+ * How to build a purgatory: exactly one of wheel, service and timer.
  *  wheel    a core wheel the caller drives; the purgatory is then used
  *           from that one thread only. Timeouts are relative to tw_now().
  *  service  a service (any thread; timeouts relative to CLOCK_MONOTONIC).
+ *  timer    the caller's own timer (copied; one thread, as a wheel).
  *  shards   watch-list shards (locks), 0 for the default; rounded up to a
  *           power of two, at most TW_PURGATORY_MAX_SHARDS.
  * The purgatory does not own the wheel or the service: destroy the
@@ -131,6 +148,7 @@ struct tw_key {
 struct tw_purgatory_config {
     struct tw_wheel *wheel;
     struct tw_service *service;
+    const struct tw_purgatory_timer *timer;
     unsigned shards;
 };
 
@@ -153,8 +171,8 @@ TW_PUBLIC void tw_purgatory_config_init(struct tw_purgatory_config *cfg);
 
 /*
  * Create a purgatory. Returns NULL on failure and stores in err (when not
- * NULL) -EINVAL (NULL cfg, neither or both of wheel and service, too many
- * shards) or -ENOMEM; 0 on success.
+ * NULL) -EINVAL (NULL cfg, not exactly one of wheel, service and timer, a
+ * timer without arm or disarm, too many shards) or -ENOMEM; 0 on success.
  */
 TW_PUBLIC struct tw_purgatory *
 tw_purgatory_create(const struct tw_purgatory_config *cfg, int *err);
@@ -228,6 +246,16 @@ TW_PUBLIC int64_t tw_purgatory_stop(struct tw_purgatory *p,
 /* Stop p (detaching what stop would hand back) and free it. NULL: 0.
  * -EDEADLK, doing nothing, from a try_complete of p. */
 TW_PUBLIC int tw_purgatory_destroy(struct tw_purgatory *p);
+
+/*
+ * The caller's timer (struct tw_purgatory_timer) fired for op: expire it
+ * now (on_expire, then on_complete). Returns 1 if op expired, 0 if it is
+ * not watched by p any more (completed or handed back: a late timer is
+ * harmless), -EINVAL for NULL p or op or a purgatory without a caller's
+ * timer, -EDEADLK from a try_complete of p.
+ */
+TW_PUBLIC int tw_purgatory_expire(struct tw_purgatory *p,
+                                  struct tw_delayed *op);
 
 /* Copy the counters of p into out. -EINVAL for NULL p or out. */
 TW_PUBLIC int tw_purgatory_stats(struct tw_purgatory *p,

@@ -76,7 +76,9 @@ static void free_shards(struct tw_purgatory *p, unsigned ready)
 
 static int config_ok(const struct tw_purgatory_config *cfg)
 {
-    if (!cfg || !cfg->wheel == !cfg->service)
+    if (!cfg || !!cfg->wheel + !!cfg->service + !!cfg->timer != 1)
+        return -EINVAL;
+    if (cfg->timer && (!cfg->timer->arm || !cfg->timer->disarm))
         return -EINVAL;
     return cfg->shards > TW_PURGATORY_MAX_SHARDS ? -EINVAL : 0;
 }
@@ -92,6 +94,8 @@ static struct tw_purgatory *create(const struct tw_purgatory_config *cfg)
     memset(p, 0, sizeof(*p));
     p->wheel = cfg->wheel;
     p->svc = cfg->service;
+    if (cfg->timer)
+        p->timer = *cfg->timer;
     p->nshards = n;
     p->shards = tw_alloc(n * sizeof(*p->shards));
     if (!p->shards) {

@@ -112,8 +112,9 @@ struct tw__pwatch {
 #define TW__P_GATE_CLOSED (UINT64_C(1) << 63)
 
 struct tw_purgatory {
-    struct tw_wheel *wheel; /* exactly one of wheel and svc */
+    struct tw_wheel *wheel; /* exactly one of wheel, svc and timer */
     struct tw_service *svc;
+    struct tw_purgatory_timer timer; /* arm NULL: not this one */
     unsigned nshards; /* a power of two */
     struct tw__pshard *shards;
     _Atomic uint64_t gate;

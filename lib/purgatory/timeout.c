@@ -1,5 +1,8 @@
 /*
- * The timeout of a watch, over either timer layer, through its public API.
+ * The timeout of a watch: over either timer layer, through its public API,
+ * or over a timer of the caller's (struct tw_purgatory_timer), which arms
+ * and disarms through the caller's functions and expires through
+ * tw_purgatory_expire(), on the one thread that uses the purgatory.
  *
  * Over a core wheel the record embeds a struct tw_timer: arming is
  * tw_schedule_after(), cancelling tw_cancel(), and the expiry runs inside
@@ -18,6 +21,8 @@
  * cancels and releases its handle and never has to know whether the
  * callback is running.
  */
+#include <errno.h>
+
 #include "purgatory.h"
 
 /* A WATCHING record is claimed; an owned one is left a note. Returns
@@ -87,6 +92,8 @@ int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns)
         tw_timer_init(&w->to.timer, on_core_timer, w);
         return tw_schedule_after(p->wheel, &w->to.timer, timeout_ns);
     }
+    if (p->timer.arm)
+        return p->timer.arm(p->timer.ctx, w->op, timeout_ns);
     spec.deadline = add_sat(tw_service_now(p->svc), timeout_ns);
     atomic_fetch_add(&w->refs, 1); /* the timer's */
     rc = tw_service_submit(p->svc, &spec, &w->to.handle);
@@ -101,6 +108,27 @@ void tw__p_disarm(struct tw__pwatch *w)
         tw_cancel(w->p->wheel, &w->to.timer);
         return;
     }
+    if (w->p->timer.arm) {
+        w->p->timer.disarm(w->p->timer.ctx, w->op);
+        return;
+    }
     tw_handle_cancel(w->to.handle);
     tw_handle_release(w->to.handle);
+}
+
+int tw_purgatory_expire(struct tw_purgatory *p, struct tw_delayed *op)
+{
+    struct tw__pwatch *w;
+
+    if (!p || !op || !p->timer.arm)
+        return -EINVAL;
+    if (tw__p_in_try(p))
+        return -EDEADLK;
+    w = op->watch;
+    if (tw_delayed_state(op) != TW_DELAYED_WATCHED || !w || w->p != p)
+        return 0;
+    if (!expire_or_note(w))
+        return 0;
+    expire(w);
+    return 1;
 }
