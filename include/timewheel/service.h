@@ -61,8 +61,22 @@ enum tw_handle_state {
  *  mode, tick_ns, slots, levels   the wheel, as in struct tw_config.
  *  executor_threads  0: callbacks run one by one on the worker thread;
  *                    N (at most 1024): on a pool of N threads.
- *  max_pending       most timers held at once; 0 is unbounded.
+ *                    In hashed mode a tick under 1 ms is raised to 1 ms
+ *                    (TW_SERVICE_MIN_HASHED_TICK_NS), as Netty does: a
+ *                    worker that wakes every tick cannot keep up below it.
+ *  executor_threads  0: callbacks run one by one on the worker thread;
+ *                    N (at most 1024): on a pool of N threads.
+ *  max_pending       most timers held at once (default
+ *                    TW_SERVICE_DEFAULT_MAX_PENDING); 0 is unbounded.
+ *                    Never exceeded; a schedule may be refused up to 1024
+ *                    timers before it is reached (slots are handed to
+ *                    producer threads 64 at a time).
  *  catchup           the policy of fixed-rate timers after a stall.
+ *  max_lag_ns        back-pressure on a flood (default
+ *                    TW_SERVICE_DEFAULT_MAX_LAG_NS): while the worker has
+ *                    not caught up with the schedules queued to it for
+ *                    longer than this, schedules are refused with -EAGAIN,
+ *                    so lateness cannot grow without bound. 0: never.
  */
 struct tw_service_config {
     enum tw_mode mode;
@@ -72,10 +86,20 @@ struct tw_service_config {
     unsigned executor_threads;
     size_t max_pending;
     enum tw_catchup catchup;
+    uint64_t max_lag_ns;
 };
 
-/* Counters of a service; scheduled == completed + cancelled + returned +
- * pending whenever no call is in progress (always, once stopped). */
+/* The defaults tw_service_config_init() sets: at most 2^22 timers held
+ * (512 MiB of handles), refuse while the worker is 100 ms behind. */
+#define TW_SERVICE_DEFAULT_MAX_PENDING ((size_t)1 << 22)
+#define TW_SERVICE_DEFAULT_MAX_LAG_NS UINT64_C(100000000)
+/* The shortest tick of a hashed service (Netty's). */
+#define TW_SERVICE_MIN_HASHED_TICK_NS UINT64_C(1000000)
+
+/* Counters of a service. scheduled == completed + cancelled + returned +
+ * pending holds in every snapshot, also under load: pending is derived
+ * (the timers accepted and not yet let go of, as of the snapshot) and never
+ * negative. The other counters are each exact but read one after another. */
 struct tw_service_stats {
     uint64_t scheduled; /* timers accepted (a periodic one counts once) */
     uint64_t runs;      /* callbacks started, every period counted */
@@ -126,7 +150,8 @@ struct tw_timer_spec {
 };
 
 /* Fill cfg with the defaults of mode: the core's defaults, no executor
- * threads, no maximum, TW_CATCHUP_SKIP. A NULL cfg is a no-op. */
+ * threads, TW_SERVICE_DEFAULT_MAX_PENDING, TW_SERVICE_DEFAULT_MAX_LAG_NS,
+ * TW_CATCHUP_SKIP. A NULL cfg is a no-op. */
 TW_PUBLIC void tw_service_config_init(struct tw_service_config *cfg,
                                       enum tw_mode mode);
 
@@ -139,7 +164,8 @@ tw_service_create(const struct tw_service_config *cfg, int *err);
 /*
  * From any thread, call cb(h, arg) once, delay ns from now (saturating).
  * With out, *out gets a handle to release; without, none is kept. Returns 0,
- * -EINVAL (NULL s or cb), -EAGAIN (max_pending reached), -ENOMEM or
+ * -EINVAL (NULL s or cb), -EAGAIN (max_pending reached, or the worker is
+ * more than max_lag_ns behind: back-pressure, try later), -ENOMEM or
  * -ESHUTDOWN (stop has begun); on error nothing changes and *out is NULL.
  */
 TW_PUBLIC int tw_service_schedule(struct tw_service *s, uint64_t delay,

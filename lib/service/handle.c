@@ -119,8 +119,8 @@ void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
                                     : why == TW__OUT_CANCELLED ? &s->cancelled
                                                                : &s->returned;
 
-    atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&s->pending, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(counter, 1, memory_order_release);
+    tw__gate_let_go(s);
     if (h->release)
         h->release(h->arg);
     tw__handle_unref(h);
@@ -154,21 +154,24 @@ uint64_t tw__handle_next_deadline(const struct tw_service *s,
 
 /* Send h's message through the cancel queue, unless one is queued already
  * (the worker reads the state and deadline only after taking it out). */
-static void send_message(struct tw_service *s, struct tw_handle *h)
+static bool send_message(struct tw_service *s, struct tw_handle *h)
 {
-    if (!atomic_exchange_explicit(&h->cq, 1, memory_order_acq_rel)) {
-        tw__handle_ref(h);
-        tw__mpsc_push(&s->cancelq, &h->cnode);
-    }
+    if (atomic_exchange_explicit(&h->cq, 1, memory_order_acq_rel))
+        return false;
+    tw__handle_ref(h);
+    tw__mpsc_push(&s->cancelq, &h->cnode);
+    return true;
 }
 
-/* The canceller's side of PENDING -> CANCELLING -> CANCELLED. */
+/* The canceller's side of PENDING -> CANCELLING -> CANCELLED. A message
+ * already queued (a re-arm's) carries the cancel too, and its sender has
+ * woken the worker if need be. */
 static void cancel_pending(struct tw_handle *h, uint32_t w)
 {
     struct tw_service *s = h->svc;
 
-    send_message(s, h);
-    tw__worker_notify(s, tw__add_sat(tw__svc_clock(), TW__REAP_NS));
+    if (send_message(s, h))
+        tw__worker_notify_reap(s);
     tw__handle_put(h, w, TW__CANCELLED, false);
 }
 

@@ -54,9 +54,8 @@
 #define TW__CACHE_LINE 64
 
 struct tw__mpsc {
-    struct __cds_wfcq_head head;
-    char pad[TW__CACHE_LINE - sizeof(struct __cds_wfcq_head)];
-    struct cds_wfcq_tail tail;
+    _Alignas(TW__CACHE_LINE) struct __cds_wfcq_head head;
+    _Alignas(TW__CACHE_LINE) struct cds_wfcq_tail tail;
 };
 
 /* What tw__mpsc_pop() returns while a push is half done. */
@@ -67,7 +66,11 @@ static inline void tw__mpsc_init(struct tw__mpsc *q)
     __cds_wfcq_init(&q->head, &q->tail);
 }
 
-/* Push node; safe from any thread. Returns whether the queue was empty. */
+/* Push node; safe from any thread. Returns whether the queue was empty.
+ * The push is an atomic exchange on the tail, which liburcu documents as a
+ * full memory barrier before and after (uatomic_xchg), so a load after the
+ * push is not reordered before it: the worker's sleep hand-shake relies on
+ * that instead of a fence of its own. */
 static inline bool tw__mpsc_push(struct tw__mpsc *q, struct cds_wfcq_node *node)
 {
     cds_wfcq_node_init(node);

@@ -3,11 +3,9 @@
  * The design is described in service.h; this file holds the two protocols
  * that involve the caller's threads.
  *
- * The gate. Every schedule passes through `gate`: it adds one on entry,
- * refuses with -ESHUTDOWN if the CLOSED bit is set, and subtracts one on
- * exit. Stop sets the bit and then waits until no call is inside. So a
- * producer racing stop either gets -ESHUTDOWN or has its timer on the queue
- * before stop drains it: none is lost and none slips in afterwards.
+ * The gate (gate.c). Every schedule passes through it: a producer racing
+ * stop either gets -ESHUTDOWN or has its timer on the queue before stop
+ * drains it: none is lost and none slips in afterwards.
  *
  * Stop. With the gate closed, stop wakes and joins the worker, then joins
  * the executor threads (each finishes the callback it is running). It then
@@ -41,6 +39,17 @@ TW_PUBLIC void tw_service_config_init(struct tw_service_config *cfg,
     cfg->mode = mode;
     cfg->tick_ns = TW_DEFAULT_TICK_NS;
     cfg->catchup = TW_CATCHUP_SKIP;
+    cfg->max_pending = TW_SERVICE_DEFAULT_MAX_PENDING;
+    cfg->max_lag_ns = TW_SERVICE_DEFAULT_MAX_LAG_NS;
+}
+
+/* Netty's floor: a hashed worker wakes every tick, and below a millisecond
+ * it cannot keep up with the clock (a 1 ns tick fell 31 s behind). */
+static uint64_t tick_of(const struct tw_service_config *c)
+{
+    if (c->mode == TW_HASHED && c->tick_ns && c->tick_ns < TW_SERVICE_MIN_HASHED_TICK_NS)
+        return TW_SERVICE_MIN_HASHED_TICK_NS;
+    return c->tick_ns;
 }
 
 static int make_wheel(struct tw_service *s, const struct tw_service_config *c)
@@ -49,16 +58,21 @@ static int make_wheel(struct tw_service *s, const struct tw_service_config *c)
     int rc;
 
     tw_config_init(&wc, c->mode);
-    wc.tick_ns = c->tick_ns;
+    wc.tick_ns = tick_of(c);
     wc.slots = c->slots;
     wc.levels = c->levels;
     wc.start_ns = tw__svc_clock();
     s->wheel = tw_create(&wc, &rc);
     s->mode = c->mode;
-    s->tick_ns = c->tick_ns;
+    s->tick_ns = wc.tick_ns;
     s->start_ns = wc.start_ns;
+    s->drained_at = wc.start_ns;
     s->catchup = c->catchup;
     s->max_pending = c->max_pending;
+    s->max_lag = c->max_lag_ns;
+    atomic_init(&s->avail, (int_fast64_t)(c->max_pending > INT64_MAX
+                                               ? INT64_MAX
+                                               : c->max_pending));
     return rc;
 }
 
@@ -84,7 +98,21 @@ static void free_service(struct tw_service *s)
     pthread_mutex_destroy(&s->stop_lock);
     pthread_mutex_destroy(&s->lock);
     tw_destroy(s->wheel);
-    tw_free(s, sizeof(*s));
+    tw_free(s->base, sizeof(*s) + TW__CACHE_LINE);
+}
+
+/* A zeroed service aligned to a cache line, for its padded members. */
+static struct tw_service *new_service(void)
+{
+    char *raw = tw__svc_zalloc(sizeof(struct tw_service) + TW__CACHE_LINE);
+    struct tw_service *s;
+
+    if (!raw)
+        return NULL;
+    s = (struct tw_service *)(raw + TW__CACHE_LINE -
+                              (uintptr_t)raw % TW__CACHE_LINE);
+    s->base = raw;
+    return s;
 }
 
 static int start(struct tw_service *s, const struct tw_service_config *cfg)
@@ -114,7 +142,7 @@ tw_service_create(const struct tw_service_config *cfg, int *err)
 
     if (cfg && cfg->executor_threads <= MAX_EXECUTOR_THREADS &&
         (cfg->catchup == TW_CATCHUP_SKIP || cfg->catchup == TW_CATCHUP_ALL)) {
-        s = tw__svc_zalloc(sizeof(*s));
+        s = new_service();
         rc = s ? start(s, cfg) : -ENOMEM;
         if (rc && s) {
             free_service(s);
@@ -126,59 +154,22 @@ tw_service_create(const struct tw_service_config *cfg, int *err)
     return s;
 }
 
-static int enter_gate(struct tw_service *s)
-{
-    uint_fast64_t g =
-        atomic_fetch_add_explicit(&s->gate, 1, memory_order_seq_cst);
-
-    if (g & TW__GATE_CLOSED) {
-        atomic_fetch_sub_explicit(&s->gate, 1, memory_order_release);
-        return -ESHUTDOWN;
-    }
-    return 0;
-}
-
-static void leave_gate(struct tw_service *s)
-{
-    atomic_fetch_sub_explicit(&s->gate, 1, memory_order_release);
-}
-
-/* Count one more pending timer, or refuse with -EAGAIN at the maximum. */
-static int reserve(struct tw_service *s)
-{
-    size_t n;
-
-    if (!s->max_pending) {
-        atomic_fetch_add_explicit(&s->pending, 1, memory_order_relaxed);
-        return 0;
-    }
-    n = atomic_load_explicit(&s->pending, memory_order_relaxed);
-    do {
-        if (n >= s->max_pending) {
-            atomic_fetch_add_explicit(&s->rejected, 1, memory_order_relaxed);
-            return -EAGAIN;
-        }
-    } while (!atomic_compare_exchange_weak_explicit(
-        &s->pending, &n, n + 1, memory_order_relaxed, memory_order_relaxed));
-    return 0;
-}
-
 /* Build the handle and push it to the worker. Once pushed, it may run and
  * be freed at once (when the caller keeps no reference): don't touch it. */
-static int submit(struct tw_service *s, const struct tw_timer_spec *spec,
-                  struct tw_handle **out)
+static int submit(struct tw_service *s, struct tw__stripe *st,
+                  const struct tw_timer_spec *spec, struct tw_handle **out)
 {
     struct tw_handle *h = tw__handle_new(s, spec);
 
     if (!h) {
-        atomic_fetch_sub_explicit(&s->pending, 1, memory_order_relaxed);
+        tw__gate_unreserve(s, st);
         return -ENOMEM;
     }
     if (out) {
         atomic_store_explicit(&h->refs, 2, memory_order_relaxed);
         *out = h;
     }
-    atomic_fetch_add_explicit(&s->accepted, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st->accepted, 1, memory_order_relaxed);
     tw__worker_post(s, h);
     return 0;
 }
@@ -187,6 +178,7 @@ TW_PUBLIC int tw_service_submit(struct tw_service *s,
                                 const struct tw_timer_spec *spec,
                                 struct tw_handle **out)
 {
+    struct tw__stripe *st;
     int rc;
 
     if (out)
@@ -195,13 +187,13 @@ TW_PUBLIC int tw_service_submit(struct tw_service *s,
         (spec->period && spec->kind != TW_FIXED_RATE &&
          spec->kind != TW_FIXED_DELAY))
         return -EINVAL;
-    rc = enter_gate(s);
-    if (rc)
+    st = tw__gate_enter(s, &rc);
+    if (!st)
         return rc;
-    rc = reserve(s);
+    rc = tw__gate_reserve(s, st);
     if (!rc)
-        rc = submit(s, spec, out);
-    leave_gate(s);
+        rc = submit(s, st, spec, out);
+    tw__gate_leave(st);
     return rc;
 }
 
@@ -246,15 +238,6 @@ TW_PUBLIC int tw_service_schedule_periodic(struct tw_service *s, uint64_t delay,
         return -EINVAL;
     }
     return tw_service_submit(s, &spec, out);
-}
-
-/* Close the gate and wait for the schedule calls inside to leave. */
-static void close_gate(struct tw_service *s)
-{
-    atomic_fetch_or_explicit(&s->gate, TW__GATE_CLOSED, memory_order_seq_cst);
-    while (atomic_load_explicit(&s->gate, memory_order_acquire) &
-           ~TW__GATE_CLOSED)
-        sched_yield();
 }
 
 static int gather_visitor(struct tw_timer *t, void *ctx)
@@ -318,7 +301,7 @@ static void shut_down(struct tw_service *s, tw_handback_fn *fn, void *ctx)
     struct tw__hlist all = {0};
     struct tw_handle *h;
 
-    close_gate(s);
+    tw__gate_close(s);
     if (s->worker_alive) {
         tw__worker_kick(s);
         pthread_join(s->worker, NULL);
@@ -363,25 +346,4 @@ TW_PUBLIC int tw_service_destroy(struct tw_service *s)
     if (!rc)
         free_service(s);
     return rc;
-}
-
-static uint64_t get(atomic_uint_fast64_t *c)
-{
-    return atomic_load_explicit(c, memory_order_relaxed);
-}
-
-TW_PUBLIC int tw_service_stats(struct tw_service *s,
-                               struct tw_service_stats *out)
-{
-    if (!s || !out)
-        return -EINVAL;
-    out->scheduled = get(&s->accepted);
-    out->runs = get(&s->runs);
-    out->completed = get(&s->completed);
-    out->cancelled = get(&s->cancelled);
-    out->returned = get(&s->returned);
-    out->pending = atomic_load_explicit(&s->pending, memory_order_relaxed);
-    out->rejected = get(&s->rejected);
-    out->wakeups = get(&s->wakeups);
-    return 0;
 }

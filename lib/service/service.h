@@ -6,6 +6,8 @@
  *   handle.c    handles: reference counts, the state machine, cancel
  *   worker.c    the worker thread: admit, reap, advance, sleep
  *   executor.c  the executor pool
+ *   gate.c      what producers pass through: stop's gate, back-pressure,
+ *               the striped counters and tw_service_stats()
  *   wait.c      sleeping on a handle's state word (cancel-and-wait)
  *   mpsc.h      the lock-free queue from producers to the worker
  *
@@ -134,9 +136,19 @@ struct tw_handle {
  * about 1 / TW__REAP_NS wake-ups per second, not one per cancel. */
 #define TW__REAP_NS UINT64_C(100000000)
 
-/* The gate producers pass through: the low bits count schedule calls in
- * progress, this bit says stop has begun. */
-#define TW__GATE_CLOSED (UINT64_C(1) << 63)
+/* Producers are spread over this many stripes (by thread), each a cache
+ * line of counters of its own, so that two producers do not write the
+ * same line (gate.c). */
+#define TW__STRIPES 16
+/* Pending slots a stripe takes from the shared pool at once. */
+#define TW__CREDIT_CHUNK 64
+
+struct tw__stripe {
+    _Alignas(TW__CACHE_LINE) atomic_uint_fast64_t inside; /* calls in the gate */
+    atomic_uint_fast64_t accepted;
+    atomic_uint_fast64_t rejected;
+    atomic_int_fast64_t credit; /* pending slots taken from `avail`, unused */
+};
 
 /* A singly linked FIFO of handles through their `next` field. */
 struct tw__hlist {
@@ -156,31 +168,37 @@ struct tw__exec {
 };
 
 struct tw_service {
-    /* Touched by every producer. */
-    struct tw__mpsc newq;
-    struct tw__mpsc cancelq;
-    atomic_uint_fast64_t gate;
-    atomic_size_t pending;
-    atomic_uint_fast64_t accepted;
-    atomic_uint_fast64_t rejected;
-    char pad[TW__CACHE_LINE];
-    atomic_bool hinted; /* a re-arm to an earlier deadline is in cancelq */
-    /* Sleeping and waking the worker. sleep_until is the time the worker
-     * sleeps until, 0 while it is awake or does not want to be woken. */
-    pthread_mutex_t lock;
-    pthread_cond_t wake;
-    bool kicked; /* under lock */
-    atomic_uint_fast64_t sleep_until;
-    /* Set at creation, read-only afterwards. */
+    void *base; /* what tw_alloc() returned: s is aligned to a cache line */
+    /* Read by every producer, written rarely. */
+    atomic_bool closed; /* stop has begun: the gate refuses */
+    atomic_bool behind; /* the worker is more than max_lag behind: refuse */
     enum tw_mode mode;
     enum tw_catchup catchup;
     uint64_t tick_ns;
     uint64_t start_ns;
     size_t max_pending;
+    uint64_t max_lag;
+    /* Written by the worker at each sleep, read by producers and
+     * cancellers. sleep_until is the time the worker sleeps until, 0 while
+     * it is awake; reap_wake says it sleeps longer than TW__REAP_NS. */
+    _Alignas(TW__CACHE_LINE) atomic_uint_fast64_t sleep_until;
+    atomic_bool reap_wake;
+    atomic_bool hinted; /* a re-arm to an earlier deadline is in cancelq */
+    struct tw__mpsc newq;
+    struct tw__mpsc cancelq;
+    struct tw__stripe stripes[TW__STRIPES];
+    /* Pending slots not given to a stripe: producers take, drops give. */
+    _Alignas(TW__CACHE_LINE) atomic_int_fast64_t avail;
+    /* Sleeping and waking the worker. */
+    _Alignas(TW__CACHE_LINE) pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool kicked; /* under lock */
     /* Owned by the worker thread (by stop once it is joined). */
     struct tw_wheel *wheel;
-    struct tw__hlist batch;    /* due, for the executor after the advance */
-    bool reaped;               /* the last reap found cancelled timers */
+    struct tw__hlist batch; /* due, for the executor after the advance */
+    bool reaped;            /* the last reap found cancelled timers */
+    bool behind_set;        /* the worker's copy of `behind` */
+    uint64_t drained_at;    /* when the worker last emptied newq */
     pthread_t worker;
     struct tw__exec exec;
     /* Counters, written by the service's threads. */
@@ -267,9 +285,24 @@ void tw__worker_expire(struct tw_timer *t, void *arg);
 void tw__worker_run(struct tw_service *s, struct tw_handle *h);
 void tw__worker_kick(struct tw_service *s);
 void tw__worker_notify(struct tw_service *s, uint64_t due);
+void tw__worker_notify_pushed(struct tw_service *s, uint64_t due);
+void tw__worker_notify_reap(struct tw_service *s);
 void tw__worker_post(struct tw_service *s, struct tw_handle *h);
 void tw__worker_reap(struct tw_service *s, bool wait);
 bool tw__worker_admit(struct tw_service *s, size_t max, bool wait);
+
+/* gate.c */
+struct tw__stripe *tw__gate_enter(struct tw_service *s, int *rc);
+void tw__gate_leave(struct tw__stripe *st);
+int tw__gate_reserve(struct tw_service *s, struct tw__stripe *st);
+void tw__gate_unreserve(struct tw_service *s, struct tw__stripe *st);
+void tw__gate_close(struct tw_service *s);
+void tw__gate_let_go(struct tw_service *s);
+
+static inline bool tw__stopping(const struct tw_service *s)
+{
+    return atomic_load_explicit(&s->closed, memory_order_relaxed);
+}
 
 /* executor.c */
 int tw__exec_start(struct tw_service *s, unsigned n);

@@ -48,12 +48,6 @@ static struct tw_handle *of_cnode(struct cds_wfcq_node *n)
     return TW_CONTAINER_OF(n, struct tw_handle, cnode);
 }
 
-static bool stopping(const struct tw_service *s)
-{
-    return atomic_load_explicit(&s->gate, memory_order_relaxed) &
-           TW__GATE_CLOSED;
-}
-
 void tw__worker_kick(struct tw_service *s)
 {
     pthread_mutex_lock(&s->lock);
@@ -66,15 +60,31 @@ void tw__worker_kick(struct tw_service *s)
  * otherwise sleep past due's tick boundary. A timer due within the last tick
  * before the worker's wake-up fires on that wake-up anyway (it is admitted
  * and then due), so it needs no kick: with timers arriving a tick or more
- * ahead, as most do, producers never make a system call. The barrier pairs
- * with the one in publish_sleep(); it is liburcu's, the one the queue itself
- * uses, and one GCC's ThreadSanitizer accepts (it refuses
+ * ahead, as most do, producers never make a system call. The push before
+ * this is an exchange with a full barrier (mpsc.h), which pairs with the
+ * barrier in publish_sleep(): no fence of our own on the schedule path. */
+void tw__worker_notify_pushed(struct tw_service *s, uint64_t due)
+{
+    if (tw__add_sat(due, s->tick_ns) <=
+        atomic_load_explicit(&s->sleep_until, memory_order_relaxed))
+        tw__worker_kick(s);
+}
+
+/* As tw__worker_notify_pushed(), when nothing was pushed just before: the
+ * barrier is liburcu's, one GCC's ThreadSanitizer accepts (it refuses
  * atomic_thread_fence). */
 void tw__worker_notify(struct tw_service *s, uint64_t due)
 {
     cmm_smp_mb();
-    if (tw__add_sat(due, s->tick_ns) <=
-        atomic_load_explicit(&s->sleep_until, memory_order_relaxed))
+    tw__worker_notify_pushed(s, due);
+}
+
+/* After pushing a cancel message: wake the worker only if it sleeps longer
+ * than TW__REAP_NS (it said so when it went to sleep), so a canceller reads
+ * no clock. */
+void tw__worker_notify_reap(struct tw_service *s)
+{
+    if (atomic_load_explicit(&s->reap_wake, memory_order_relaxed))
         tw__worker_kick(s);
 }
 
@@ -139,7 +149,7 @@ void tw__worker_post(struct tw_service *s, struct tw_handle *h)
     uint64_t due = tw__deadline(h);
 
     tw__mpsc_push(&s->newq, &h->qnode);
-    tw__worker_notify(s, due);
+    tw__worker_notify_pushed(s, due);
 }
 
 /* Periodic or re-armed h is pending again at its deadline: back into the
@@ -219,7 +229,7 @@ void tw__worker_expire(struct tw_timer *t, void *arg)
             tw__handle_drop(s, h, TW__OUT_CANCELLED);
             return;
         }
-        if (stopping(s) || due > tw_timer_deadline(t)) {
+        if (tw__stopping(s) || due > tw_timer_deadline(t)) {
             tw_schedule(s->wheel, t, due); /* to hand back, or re-armed */
             return;
         }
@@ -273,9 +283,11 @@ static void wait_until(struct tw_service *s, uint64_t target)
     }
 }
 
-static void publish_sleep(struct tw_service *s, uint64_t target)
+static void publish_sleep(struct tw_service *s, uint64_t now, uint64_t target)
 {
     atomic_store_explicit(&s->sleep_until, target, memory_order_seq_cst);
+    atomic_store_explicit(&s->reap_wake, target > tw__add_sat(now, TW__REAP_NS),
+                          memory_order_seq_cst);
     cmm_smp_mb();
 }
 
@@ -290,7 +302,7 @@ static void sleep_next(struct tw_service *s)
     if (s->mode == TW_HASHED) {
         wait_until(s, target);
     } else if (!s->kicked) {
-        publish_sleep(s, target);
+        publish_sleep(s, now, target);
         /* Pushed before sleep_until was published, so no one woke us.
          * Those timers were scheduled before now: a new one cannot fall
          * due before the next tick boundary unless it was scheduled with a
@@ -299,22 +311,38 @@ static void sleep_next(struct tw_service *s)
          * at once keeps a busy worker from chasing every push. */
         if (!tw__mpsc_empty(&s->newq) && target > next_tick(s, now)) {
             target = next_tick(s, now);
-            publish_sleep(s, target);
+            publish_sleep(s, now, target);
         }
         if (atomic_load_explicit(&s->hinted, memory_order_relaxed) &&
             target > next_tick(s, now)) {
             target = next_tick(s, now);
-            publish_sleep(s, target);
+            publish_sleep(s, now, target);
         }
         if (!tw__mpsc_empty(&s->cancelq) && target > now + TW__REAP_NS) {
             target = now + TW__REAP_NS;
-            publish_sleep(s, target);
+            publish_sleep(s, now, target);
         }
         wait_until(s, target);
         atomic_store_explicit(&s->sleep_until, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->reap_wake, false, memory_order_relaxed);
     }
     s->kicked = false;
     pthread_mutex_unlock(&s->lock);
+}
+
+/* Back-pressure: tell producers to wait while the new queue has not been
+ * emptied for longer than max_lag (gate.c). */
+static void track_lag(struct tw_service *s, uint64_t now, bool more)
+{
+    bool late;
+
+    if (!more)
+        s->drained_at = now;
+    late = more && s->max_lag && now - s->drained_at > s->max_lag;
+    if (late != s->behind_set) {
+        s->behind_set = late;
+        atomic_store_explicit(&s->behind, late, memory_order_relaxed);
+    }
 }
 
 void *tw__worker_main(void *arg)
@@ -328,7 +356,8 @@ void *tw__worker_main(void *arg)
 
         tw__worker_reap(s, false);
         more = tw__worker_admit(s, ADMIT_BATCH, false);
-        if (stopping(s))
+        track_lag(s, now, more);
+        if (tw__stopping(s))
             break;
         tw_advance(s->wheel, now);
         if (s->batch.n)
