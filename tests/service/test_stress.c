@@ -127,7 +127,14 @@ static void *produce(void *arg)
             p->shutdown_rc = rc;
             break;
         }
-        atomic_fetch_add(&p->accepted, 1);
+        /* Past STOP_AFTER, slow down (35 s for the rest), so that stop,
+         * which waits for a first firing, always cuts producers off even
+         * when a loaded machine starves the worker for a while. */
+        if (atomic_fetch_add(&p->accepted, 1) >= STOP_AFTER) {
+            struct timespec pause = {0, 100000};
+
+            nanosleep(&pause, NULL);
+        }
     }
     for (int k = 0; k < RING; k++)
         cancel_one(p, &ring[k], &ring_who[k]);
