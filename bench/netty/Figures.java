@@ -228,7 +228,7 @@ final class Figures {
 
     /* ---- cancel ---- */
 
-    private void runCancel(long n, int np) {
+    private void runCancel(long n, int np, boolean rearm) {
         HashedWheelTimer timer = fresh();
         int each = (int) (n / np);
         long[] cpu = new long[np];
@@ -248,8 +248,16 @@ final class Figures {
                 await(bar); /* all scheduled */
                 await(bar); /* main has read its clocks: go */
                 long c0 = THREADS.getCurrentThreadCpuTime();
-                for (int k = 0; k < each; k++)
-                    h[k].cancel();
+                if (rearm) {
+                    /* Netty has no re-arm: cancel and schedule anew. */
+                    for (int k = 0; k < each; k++) {
+                        h[k].cancel();
+                        h[k] = timer.newTimeout(NOP, delay1ms1h(seed), TimeUnit.NANOSECONDS);
+                    }
+                } else {
+                    for (int k = 0; k < each; k++)
+                        h[k].cancel();
+                }
                 cpu[id] = THREADS.getCurrentThreadCpuTime() - c0;
                 finished.countDown();
                 await(bar); /* main has read its clocks again */
@@ -270,7 +278,7 @@ final class Figures {
         join(ts);
         timer.stop();
         long done = (long) each * np, threads = Arrays.stream(cpu).sum() + w1 - w0;
-        String name = "cancel-" + np + "p";
+        String name = (rearm ? "rearm-" : "cancel-") + np + "p";
         emit(name, done, "ops_per_s", done * 1e9 / (t1 - t0), "1/s");
         emit(name, done, "cpu_ns_per_op", (double) (c1 - c0) / done, "ns");
         emit(name, done, "cpu_ns_per_op_threads", (double) threads / done, "ns");
@@ -392,7 +400,8 @@ final class Figures {
     void run(String workload, long n, long lengthNs) {
         switch (workload) {
             case "schedule" -> { runSchedule(n, 1); runSchedule(n, 2); }
-            case "cancel" -> { runCancel(n, 1); runCancel(n, 2); }
+            case "cancel" -> { runCancel(n, 1, false); runCancel(n, 2, false); }
+            case "rearm" -> runCancel(n, 1, true);
             case "memory" -> runMemory(n);
             case "lateness" -> runLateness(n, lengthNs);
             case "wakeups" -> runWakeups(n, lengthNs);
@@ -405,6 +414,7 @@ final class Figures {
         record = false;
         run("schedule", n, 0);
         run("cancel", n, 0);
+        run("rearm", n, 0);
         run("memory", n, 0);
         run("lateness", n, lateNs);
         record = true;

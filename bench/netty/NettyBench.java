@@ -28,7 +28,8 @@ import java.util.List;
 import java.util.Map;
 
 public final class NettyBench {
-    static final String[] WORKLOADS = {"schedule", "cancel", "memory", "lateness", "wakeups"};
+    static final String[] WORKLOADS = {"schedule", "cancel", "rearm", "memory", "lateness",
+                                       "wakeups"};
 
     public static void main(String[] args) throws Exception {
         Map<String, String> opt = options(args);

@@ -16,6 +16,10 @@
  *                threads cancel (and release) their own. cancels/s over the
  *                cancelling window; CPU ns per cancel up to a sentinel
  *                scheduled after the last cancel.
+ *   rearm-1p     the same with one thread, which re-arms each handle to a
+ *                new delay of 1 ms..1 h (tw_handle_rearm; Netty has no
+ *                re-arm, so its side cancels and schedules anew, as Dubbo's
+ *                heartbeat does).
  *   memory       bytes the allocator holds per pending timer: jemalloc's
  *                stats.allocated (glibc's mallinfo2 with ALLOC=libc) with N
  *                fire-and-forget timers taken in, less before them.
@@ -30,7 +34,8 @@
  *
  * Each runs on a fresh service with the default configuration of the mode
  * (1 ms tick) and callbacks on the worker, as Netty runs its tasks.
- * --warmup K repeats schedule, cancel and memory K times unrecorded first.
+ * --warmup K repeats schedule, cancel, rearm and memory K times unrecorded
+ * first.
  */
 #define _DEFAULT_SOURCE /* mallinfo2 */
 #include <pthread.h>
@@ -149,6 +154,7 @@ struct prod {
     struct tw_service *s;
     struct tw_handle **h; /* cancel: this thread's handles */
     uint64_t count, seed, cpu;
+    bool rearm; /* cancel_thread re-arms instead */
     pthread_barrier_t *bar;
     atomic_int *go;
 };
@@ -233,16 +239,21 @@ static void *cancel_thread(void *arg)
     pthread_barrier_wait(p->bar); /* all scheduled */
     pthread_barrier_wait(p->bar); /* main has read its clocks: go */
     c0 = thread_cpu_ns();
-    for (uint64_t i = 0; i < p->count; i++) {
-        tw_handle_cancel(p->h[i]);
-        tw_handle_release(p->h[i]);
+    if (p->rearm) {
+        for (uint64_t i = 0; i < p->count; i++)
+            tw_handle_rearm(p->h[i], delay_1ms_1h(&p->seed));
+    } else {
+        for (uint64_t i = 0; i < p->count; i++) {
+            tw_handle_cancel(p->h[i]);
+            tw_handle_release(p->h[i]);
+        }
     }
     p->cpu = thread_cpu_ns() - c0;
     return NULL;
 }
 
 static void run_cancel(const struct impl *im, uint64_t n, unsigned np,
-                       bool record)
+                       bool rearm, bool record)
 {
     struct tw_service *s = fresh(im);
     struct tw_handle **h = calloc(n, sizeof(*h));
@@ -256,7 +267,7 @@ static void run_cancel(const struct impl *im, uint64_t n, unsigned np,
     pthread_barrier_init(&bar, NULL, np + 1);
     for (unsigned i = 0; i < np; i++) {
         p[i] = (struct prod){.s = s, .h = h + i * (n / np), .count = n / np,
-                             .seed = SEED + i, .bar = &bar};
+                             .seed = SEED + i, .bar = &bar, .rearm = rearm};
         pthread_create(&tid[i], NULL, cancel_thread, &p[i]);
     }
     pthread_barrier_wait(&bar);
@@ -274,6 +285,8 @@ static void run_cancel(const struct impl *im, uint64_t n, unsigned np,
     c1 = cpu_ns();
     w1 = task_cpu_ns(wt);
     must(tw_service_destroy(s), "destroy");
+    for (uint64_t i = 0; rearm && i < n / np * np; i++)
+        tw_handle_release(h[i]);
     pthread_barrier_destroy(&bar);
     free(h);
     for (unsigned i = 0; i < np; i++)
@@ -281,7 +294,7 @@ static void run_cancel(const struct impl *im, uint64_t n, unsigned np,
     if (!record)
         return;
     n = n / np * np;
-    snprintf(name, sizeof(name), "cancel-%up", np);
+    snprintf(name, sizeof(name), "%s-%up", rearm ? "rearm" : "cancel", np);
     emit(name, im->name, n, "ops_per_s", (double)n * 1e9 / (double)(t1 - t0),
          "1/s");
     emit(name, im->name, n, "cpu_ns_per_op", (double)(c1 - c0) / (double)n,
@@ -294,7 +307,13 @@ void fig_cancel(const struct impl *im, const struct sizes *sz, int warmup)
 {
     for (unsigned np = 1; np <= 2; np++)
         for (int k = 0; k <= warmup; k++)
-            run_cancel(im, sz->timers, np, k == warmup);
+            run_cancel(im, sz->timers, np, false, k == warmup);
+}
+
+void fig_rearm(const struct impl *im, const struct sizes *sz, int warmup)
+{
+    for (int k = 0; k <= warmup; k++)
+        run_cancel(im, sz->timers, 1, true, k == warmup);
 }
 
 /* ---- memory ------------------------------------------------------------------ */

@@ -8,7 +8,7 @@
  *               10^5 timers per second are scheduled
  *   idle        worker wake-ups per second with 10^5 timers pending an
  *               hour out
- *   schedule, cancel, memory, lateness, wakeups
+ *   schedule, cancel, rearm, memory, lateness, wakeups
  *               the figures measured beside Netty's HashedWheelTimer, N
  *               timers due 1 ms..1 h out (figures.c; bench/netty/ runs the
  *               same workloads in Java)
@@ -24,7 +24,7 @@
  *
  * usage: svcbench [--quick] [--csv FILE] [--n N] [--warmup K] [--impl NAME]
  *                 [WORKLOAD...]
- *        (default: throughput latency idle schedule cancel memory)
+ *        (default: throughput latency idle schedule cancel rearm memory)
  */
 #define _DEFAULT_SOURCE /* getrusage's struct, CLOCK_THREAD_CPUTIME_ID */
 #include <errno.h>
@@ -391,7 +391,8 @@ static int stress(const struct impl *im, unsigned threads, uint64_t length)
 /* Workloads run when none is named; stress and the longer figures
  * (lateness with N timers behind, wakeups) only when named. */
 static const char *const defaults[] = {"throughput", "latency", "idle",
-                                       "schedule",   "cancel",  "memory"};
+                                       "schedule",   "cancel",  "rearm",
+                                       "memory"};
 
 static bool wanted(int argc, char **argv, int first, const char *name)
 {
@@ -423,16 +424,16 @@ static void open_csv(const char *path)
 }
 
 static const char *const workloads[] = {
-    "throughput", "latency", "idle",   "schedule", "cancel",
-    "memory",     "lateness", "wakeups", "stress"};
+    "throughput", "latency", "idle",    "schedule", "cancel",
+    "rearm",      "memory",  "lateness", "wakeups", "stress"};
 
 static int usage(void)
 {
     fprintf(stderr,
             "usage: svcbench [--quick] [--csv FILE] [--n N] [--warmup K] "
             "[--impl hier|hashed] [WORKLOAD...]\n"
-            "WORKLOAD: throughput latency idle schedule cancel memory "
-            "lateness wakeups stress\n");
+            "WORKLOAD: throughput latency idle schedule cancel rearm "
+            "memory lateness wakeups stress\n");
     return 2;
 }
 
@@ -461,6 +462,8 @@ static int run_impl(const struct impl *im, int argc, char **argv, int first,
         fig_schedule(im, sz, warmup);
     if (wanted(argc, argv, first, "cancel"))
         fig_cancel(im, sz, warmup);
+    if (wanted(argc, argv, first, "rearm"))
+        fig_rearm(im, sz, warmup);
     if (wanted(argc, argv, first, "memory"))
         fig_memory(im, sz, warmup);
     if (wanted(argc, argv, first, "lateness"))

@@ -51,6 +51,7 @@ void nop_cb(struct tw_handle *h, void *arg);
 /* The workloads of figures.c, run for one implementation. */
 void fig_schedule(const struct impl *im, const struct sizes *sz, int warmup);
 void fig_cancel(const struct impl *im, const struct sizes *sz, int warmup);
+void fig_rearm(const struct impl *im, const struct sizes *sz, int warmup);
 void fig_memory(const struct impl *im, const struct sizes *sz, int warmup);
 void fig_lateness(const struct impl *im, const struct sizes *sz);
 void fig_wakeups(const struct impl *im, const struct sizes *sz);
