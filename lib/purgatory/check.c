@@ -27,11 +27,11 @@ static bool own_or_note(struct tw__pwatch *w)
         if (s & TW__P_DONE)
             return false;
         if (s == 0) {
-            if (atomic_compare_exchange_weak(&w->state, &s, TW__P_OWNED))
+            if (tw__p_cas(w, &s, TW__P_OWNED))
                 return true;
             continue;
         }
-        if (atomic_compare_exchange_weak(&w->state, &s, s | TW__P_AGAIN))
+        if (tw__p_cas(w, &s, s | TW__P_AGAIN))
             return false;
     }
 }
@@ -127,7 +127,7 @@ static int64_t hand_back(struct tw__pwatch *claimed, _Atomic uint64_t *count,
 
     for (struct tw__pwatch *w = claimed; w; w = next) {
         next = w->next;
-        tw__p_count(count);
+        tw__p_count(w->p, count);
         tw__p_detach(w);
     }
     for (struct tw__pwatch *w = claimed; w; w = next) {

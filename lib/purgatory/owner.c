@@ -20,8 +20,14 @@ bool tw__p_own_try(struct tw__pwatch *w)
         unsigned s = TW__P_OWNED;
         bool yes;
 
-        /* Clear AGAIN first: an event during this try sets it anew. */
-        atomic_fetch_and(&w->state, ~TW__P_AGAIN);
+        /* Clear AGAIN first: an event during this try sets it anew (and
+         * one after the load below is seen when letting go). */
+        if (atomic_load_explicit(&w->state, memory_order_relaxed) &
+            TW__P_AGAIN) {
+            while (!tw__p_cas(w, &s, s & ~TW__P_AGAIN))
+                ;
+            s = TW__P_OWNED;
+        }
         yes = tw__p_call_try(w->p, w->op);
         if (yes) {
             /* The condition was met: that beats a timeout noted meanwhile. */
@@ -29,7 +35,7 @@ bool tw__p_own_try(struct tw__pwatch *w)
             w->outcome = TW_DELAYED_COMPLETED;
             return true;
         }
-        if (atomic_compare_exchange_strong(&w->state, &s, 0))
+        if (tw__p_cas(w, &s, 0))
             return false;
         if (s & TW__P_EXPIRE) {
             atomic_store(&w->state, TW__P_DONE);
@@ -44,7 +50,7 @@ bool tw__p_claim(struct tw__pwatch *w)
 {
     unsigned s = 0;
 
-    return atomic_compare_exchange_strong(&w->state, &s, TW__P_DONE);
+    return tw__p_cas(w, &s, TW__P_DONE);
 }
 
 /* Everything that touches the purgatory comes before the last unlink:
@@ -55,9 +61,9 @@ void tw__p_detach(struct tw__pwatch *w)
     struct tw_purgatory *p = w->p;
 
     if (w->outcome == TW_DELAYED_COMPLETED)
-        tw__p_count(&p->completed);
+        tw__p_count(p, &p->completed);
     else if (w->outcome == TW_DELAYED_EXPIRED)
-        tw__p_count(&p->expired);
+        tw__p_count(p, &p->expired);
     /* cancel_key and stop count what they hand back themselves. */
     tw__p_disarm(w);
     for (unsigned i = 0; i < w->nkeys; i++) {

@@ -42,12 +42,17 @@ int tw__p_key_ok(const void *bytes, size_t len)
     return len > TW_PURGATORY_MAX_KEY_LEN ? -E2BIG : 0;
 }
 
-/* Sequentially consistent (the same instruction as relaxed on x86), so
- * that stats can read the outcomes before the watches and never see more
- * outcomes than watches. */
-void tw__p_count(_Atomic uint64_t *c)
+/* Over a service sequentially consistent, so that stats can read the
+ * outcomes before the watches and never see more outcomes than watches;
+ * with one thread a plain increment. */
+void tw__p_count(const struct tw_purgatory *p, _Atomic uint64_t *c)
 {
-    atomic_fetch_add(c, 1);
+    if (p->threaded)
+        atomic_fetch_add(c, 1);
+    else
+        atomic_store_explicit(
+            c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+            memory_order_relaxed);
 }
 
 void tw_purgatory_config_init(struct tw_purgatory_config *cfg)
@@ -94,6 +99,7 @@ static struct tw_purgatory *create(const struct tw_purgatory_config *cfg)
     memset(p, 0, sizeof(*p));
     p->wheel = cfg->wheel;
     p->svc = cfg->service;
+    p->threaded = cfg->service != NULL;
     if (cfg->timer)
         p->timer = *cfg->timer;
     p->nshards = n;
@@ -104,7 +110,7 @@ static struct tw_purgatory *create(const struct tw_purgatory_config *cfg)
     }
     memset(p->shards, 0, n * sizeof(*p->shards));
     for (unsigned i = 0; i < n; i++) {
-        if (tw__p_shard_init(&p->shards[i], p->svc != NULL) < 0) {
+        if (tw__p_shard_init(&p->shards[i], p->threaded) < 0) {
             free_shards(p, i);
             return NULL;
         }

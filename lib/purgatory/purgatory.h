@@ -94,6 +94,7 @@ struct tw__pshard {
 
 struct tw__pwatch {
     atomic_uint state; /* the word above */
+    bool threaded;     /* over a service: the word is changed atomically */
     atomic_uint refs;
     struct tw_delayed *op;
     struct tw_purgatory *p;
@@ -112,6 +113,7 @@ struct tw__pwatch {
 #define TW__P_GATE_CLOSED (UINT64_C(1) << 63)
 
 struct tw_purgatory {
+    bool threaded;          /* over a service (else one thread) */
     struct tw_wheel *wheel; /* exactly one of wheel, svc and timer */
     struct tw_service *svc;
     struct tw_purgatory_timer timer; /* arm NULL: not this one */
@@ -123,6 +125,28 @@ struct tw_purgatory {
         returned;
 };
 
+/*
+ * Compare-and-swap of a record's state word. Over a service it is atomic;
+ * over a core wheel or a caller's timer (one thread, by the contract of
+ * those modes) a plain load and store do the same at a fraction of the
+ * cost: a check does three of these for every operation it tries.
+ */
+static inline bool tw__p_cas(struct tw__pwatch *w, unsigned *expect,
+                             unsigned want)
+{
+    unsigned s;
+
+    if (w->threaded)
+        return atomic_compare_exchange_strong(&w->state, expect, want);
+    s = atomic_load_explicit(&w->state, memory_order_relaxed);
+    if (s != *expect) {
+        *expect = s;
+        return false;
+    }
+    atomic_store_explicit(&w->state, want, memory_order_relaxed);
+    return true;
+}
+
 /* ---- purgatory.c ---- */
 /* Whether the calling thread is inside a try_complete of p. */
 bool tw__p_in_try(const struct tw_purgatory *p);
@@ -130,8 +154,8 @@ bool tw__p_in_try(const struct tw_purgatory *p);
 bool tw__p_call_try(struct tw_purgatory *p, struct tw_delayed *op);
 /* The usual check of a key argument: 0, -EINVAL or -E2BIG. */
 int tw__p_key_ok(const void *bytes, size_t len);
-/* Relaxed counter increment. */
-void tw__p_count(_Atomic uint64_t *c);
+/* Count one on a counter of p. */
+void tw__p_count(const struct tw_purgatory *p, _Atomic uint64_t *c);
 
 /* ---- keys.c ---- */
 uint64_t tw__p_hash(const void *bytes, size_t len);

@@ -35,11 +35,11 @@ static bool expire_or_note(struct tw__pwatch *w)
         if (s & TW__P_DONE)
             return false;
         if (s == 0) {
-            if (atomic_compare_exchange_weak(&w->state, &s, TW__P_DONE))
+            if (tw__p_cas(w, &s, TW__P_DONE))
                 return true;
             continue;
         }
-        if (atomic_compare_exchange_weak(&w->state, &s, s | TW__P_EXPIRE))
+        if (tw__p_cas(w, &s, s | TW__P_EXPIRE))
             return false;
     }
 }

@@ -108,6 +108,7 @@ static struct tw__pwatch *record_new(struct tw_purgatory *p,
         return NULL;
     memset(w, 0, size);
     atomic_init(&w->state, TW__P_OWNED);
+    w->threaded = p->threaded;
     atomic_init(&w->refs, 1);
     w->op = op;
     w->p = p;
@@ -158,9 +159,9 @@ static bool at_once(struct tw_purgatory *p, struct tw_delayed *op)
 {
     if (!tw__p_call_try(p, op))
         return false;
-    tw__p_count(&p->watched);
-    tw__p_count(&p->at_once);
-    tw__p_count(&p->completed);
+    tw__p_count(p, &p->watched);
+    tw__p_count(p, &p->at_once);
+    tw__p_count(p, &p->completed);
     __atomic_store_n(&op->state, TW_DELAYED_COMPLETED, __ATOMIC_RELEASE);
     gate_leave(p);
     op->on_complete(op, op->arg);
@@ -193,13 +194,13 @@ int tw_purgatory_watch(struct tw_purgatory *p, struct tw_delayed *op,
         return rc;
     }
     op->watch = w;
-    tw__p_count(&p->watched);
+    tw__p_count(p, &p->watched);
     if (!tw__p_own_try(w)) {
         gate_leave(p);
         return 0;
     }
     if (w->outcome == TW_DELAYED_COMPLETED)
-        tw__p_count(&p->at_once);
+        tw__p_count(p, &p->at_once);
     rc = w->outcome == TW_DELAYED_COMPLETED;
     tw__p_detach(w);
     gate_leave(p);
