@@ -77,6 +77,12 @@ final class Summary {
         new Figure("lateness", "late_max_us", "lateness max", "ms", 1e-3, false),
         new Figure("lateness", "probes_not_run", "probes not run 10 s after the stream", "",
                    1, false),
+        new Figure("schedule-1p", "refused", "schedules refused (-EAGAIN, retried), 1 producer",
+                   "", 1, false),
+        new Figure("schedule-2p", "refused", "schedules refused (-EAGAIN, retried), 2 producers",
+                   "", 1, false),
+        new Figure("lateness", "refused", "schedules refused (-EAGAIN, retried), lateness", "", 1,
+                   false),
         new Figure("wakeups", "wakeups_per_s", "idle wake-ups per second (sleeps ended; 0 with CPU busy: never slept)", "1/s", 1, false),
         new Figure("wakeups", "worker_cpu_us_per_s", "idle worker CPU", "us/s", 1, false),
     };
