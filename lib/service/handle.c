@@ -23,6 +23,9 @@
  * service that has been stopped can be freed while its old handles are
  * still cancelled, re-armed (answer 0) and queried.
  *
+ * Every move of the state word and of the reference count is also told to
+ * a user's ThreadSanitizer, if there is one (tsan.h).
+ *
  * Cancel-and-wait sleeps on the state word itself (a futex), so it needs
  * nothing of the service: the caller's reference keeps the handle alive,
  * and the runner wakes it after leaving the running states.
@@ -65,8 +68,11 @@ void tw__handle_ref(struct tw_handle *h)
  * it; the acquire half makes the freeing thread see everyone's. */
 void tw__handle_unref(struct tw_handle *h)
 {
-    if (atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) == 1)
+    tw__hb_release(h);
+    if (atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) == 1) {
+        tw__hb_acquire(h);
         tw_free(h, sizeof(*h));
+    }
 }
 
 static uint32_t with(uint32_t w, int to, bool bump)
@@ -80,14 +86,20 @@ static uint32_t with(uint32_t w, int to, bool bump)
  * cancel-and-wait's increment and look at the word. */
 bool tw__handle_cas(struct tw_handle *h, uint32_t *w, int to, bool bump)
 {
-    return atomic_compare_exchange_strong_explicit(
+    bool won;
+
+    tw__hb_release(h);
+    won = atomic_compare_exchange_strong_explicit(
         &h->word, w, with(*w, to, bump), memory_order_seq_cst,
         memory_order_acquire);
+    tw__hb_acquire(h);
+    return won;
 }
 
 /* Store state `to` into h, whose word w (LOCKED or CANCELLING) we hold. */
 void tw__handle_put(struct tw_handle *h, uint32_t w, int to, bool bump)
 {
+    tw__hb_release(h);
     atomic_store_explicit(&h->word, with(w, to, bump), memory_order_seq_cst);
 }
 
@@ -100,6 +112,7 @@ uint32_t tw__handle_settle(struct tw_handle *h)
     while ((w = atomic_load_explicit(&h->word, memory_order_acquire)),
            tw__st(w) == TW__CANCELLING || tw__st(w) == TW__LOCKED)
         sched_yield();
+    tw__hb_acquire(h);
     return w;
 }
 

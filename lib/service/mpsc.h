@@ -17,8 +17,8 @@
  * uninstrumented code, and the only ordering TSan must learn is the one we
  * rely on: whatever a producer wrote into a node before pushing it is
  * visible to the consumer that popped it. The tsan_release/tsan_acquire
- * annotations on the node's address say exactly that, and compile to
- * nothing in other builds.
+ * annotations on the node's address say exactly that (tsan.h: in other
+ * builds they reach a user's TSan runtime through weak references).
  *
  * A pop can find a producer half-way through a push (tail exchanged, link
  * not yet written). tw__mpsc_pop() then reports TW__MPSC_BUSY instead of spinning,
@@ -32,22 +32,7 @@
 #include <stddef.h>
 #include <urcu/wfcqueue.h>
 
-#if defined(__SANITIZE_THREAD__)
-#define TW__TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TW__TSAN 1
-#endif
-#endif
-
-#ifdef TW__TSAN
-#include <sanitizer/tsan_interface.h>
-#define tsan_release(p) __tsan_release(p)
-#define tsan_acquire(p) __tsan_acquire(p)
-#else
-#define tsan_release(p) ((void)(p))
-#define tsan_acquire(p) ((void)(p))
-#endif
+#include "tsan.h"
 
 /* A cache line: producers hammer the tail while the consumer reads the
  * head, so the two are kept on different lines. */

@@ -10,6 +10,7 @@
  *               the striped counters and tw_service_stats()
  *   wait.c      sleeping on a handle's state word (cancel-and-wait)
  *   mpsc.h      the lock-free queue from producers to the worker
+ *   tsan.h      telling a user's ThreadSanitizer about our orderings
  *
  * The service uses the core only through its public API
  * (timewheel/core.h), memory included: tw_alloc() and tw_free().
@@ -78,6 +79,7 @@
 #include <string.h>
 
 #include "mpsc.h"
+#include "tsan.h"
 #include "timewheel/service.h"
 
 enum tw__hstate {
