@@ -66,8 +66,9 @@ enum tw_handle_state {
  *                    worker that wakes every tick cannot keep up below it.
  *  executor_threads  0: callbacks run one by one on the worker thread;
  *                    N (at most 1024): on a pool of N threads.
- *  max_pending       most timers held at once (default
- *                    TW_SERVICE_DEFAULT_MAX_PENDING); 0 is unbounded.
+ *  max_pending       most timers pending at once (default
+ *                    TW_SERVICE_DEFAULT_MAX_PENDING); 0 is unbounded. A
+ *                    cancel gives its slot back at once.
  *                    Never exceeded; a schedule may be refused up to 1024
  *                    timers before it is reached (slots are handed to
  *                    producer threads 64 at a time).
@@ -106,9 +107,12 @@ struct tw_service_stats {
     uint64_t scheduled; /* timers accepted (a periodic one counts once) */
     uint64_t runs;      /* callbacks started, every period counted */
     uint64_t completed; /* one-shot timers whose callback ran */
-    uint64_t cancelled; /* timers cancelled (periodic ones included) */
+    uint64_t cancelled; /* timers cancelled (periodic ones included), counted
+                           when tw_handle_cancel() returned 1 */
     uint64_t returned;  /* timers handed back by stop */
-    uint64_t pending;   /* timers the service holds now */
+    uint64_t pending;   /* timers accepted and not yet run to completion,
+                           cancelled or returned (the memory of a cancelled
+                           one is freed within 100 ms of the cancel) */
     uint64_t rejected;  /* schedules refused with -EAGAIN */
     uint64_t wakeups;   /* times the worker thread woke from a sleep */
 };

@@ -30,8 +30,10 @@
  *    grow without bound.
  *
  * Stats. Each outcome counter is added to (with release) only after the
- * service let go of a timer whose `accepted` increment happened before its
- * push; stats reads the outcome counters first (acquire) and `accepted`
+ * `accepted` increment of its timer (which happened before the push that
+ * handed the timer, or its handle, to anyone): completed and returned when
+ * the service lets go of the timer, cancelled on the canceller's stripe
+ * when its cancel wins. Stats reads the outcome counters first (acquire) and `accepted`
  * last, so it sees every acceptance behind the outcomes it counted, and
  * pending = scheduled - completed - cancelled - returned is never
  * negative: the identity holds in every snapshot, under any load.
@@ -120,6 +122,30 @@ void tw__gate_unreserve(struct tw_service *s, struct tw__stripe *st)
         atomic_fetch_add_explicit(&st->credit, 1, memory_order_relaxed);
 }
 
+/* A cancel won: count it on the canceller's stripe and give its pending
+ * slot back there, at once, so that stats and max_pending see it as soon as
+ * tw_handle_cancel() has returned 1 (the worker frees the handle within
+ * TW__REAP_NS). A stripe that gathers more than two chunks of credit (a
+ * thread that cancels more than it schedules) returns one to the pool. */
+void tw__gate_count_cancel(struct tw_service *s)
+{
+    struct tw__stripe *st = stripe_of(s);
+    int_fast64_t c;
+
+    atomic_fetch_add_explicit(&st->cancelled, 1, memory_order_release);
+    if (!s->max_pending)
+        return;
+    c = atomic_fetch_add_explicit(&st->credit, 1, memory_order_relaxed) + 1;
+    while (c >= 2 * TW__CREDIT_CHUNK)
+        if (atomic_compare_exchange_weak_explicit(
+                &st->credit, &c, c - TW__CREDIT_CHUNK, memory_order_relaxed,
+                memory_order_relaxed)) {
+            atomic_fetch_add_explicit(&s->avail, TW__CREDIT_CHUNK,
+                                      memory_order_relaxed);
+            return;
+        }
+}
+
 /* The service let go of a timer: its slot goes back to the pool. */
 void tw__gate_let_go(struct tw_service *s)
 {
@@ -139,8 +165,10 @@ TW_PUBLIC int tw_service_stats(struct tw_service *s,
 
     if (!s || !out)
         return -EINVAL;
+    out->cancelled = 0;
+    for (unsigned i = 0; i < TW__STRIPES; i++)
+        out->cancelled += get(&s->stripes[i].cancelled);
     out->completed = get(&s->completed);
-    out->cancelled = get(&s->cancelled);
     out->returned = get(&s->returned);
     out->runs = get(&s->runs);
     out->wakeups = get(&s->wakeups);

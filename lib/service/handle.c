@@ -128,12 +128,14 @@ void tw__handle_wake(struct tw_handle *h)
 void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
                      enum tw__outcome why)
 {
-    atomic_uint_fast64_t *counter = why == TW__OUT_COMPLETED   ? &s->completed
-                                    : why == TW__OUT_CANCELLED ? &s->cancelled
-                                                               : &s->returned;
-
-    atomic_fetch_add_explicit(counter, 1, memory_order_release);
-    tw__gate_let_go(s);
+    /* A cancelled one was counted, and its slot given back, when the cancel
+     * won (gate.c). */
+    if (why == TW__OUT_COMPLETED)
+        atomic_fetch_add_explicit(&s->completed, 1, memory_order_release);
+    else if (why == TW__OUT_RETURNED)
+        atomic_fetch_add_explicit(&s->returned, 1, memory_order_release);
+    if (why != TW__OUT_CANCELLED)
+        tw__gate_let_go(s);
     if (h->release)
         h->release(h->arg);
     tw__handle_unref(h);
@@ -183,6 +185,7 @@ static void cancel_pending(struct tw_handle *h, uint32_t w)
 {
     struct tw_service *s = h->svc;
 
+    tw__gate_count_cancel(s);
     if (send_message(s, h))
         tw__worker_notify_reap(s);
     tw__handle_put(h, w, TW__CANCELLED, false);
@@ -202,16 +205,20 @@ TW_PUBLIC int tw_handle_cancel(struct tw_handle *h)
                 return 1;
             }
             break;
-        case TW__DISPATCHED:
-            if (tw__handle_cas(h, &w, TW__CANCELLED, false))
+        case TW__DISPATCHED: /* the executor lets go of it */
+            if (tw__handle_cas(h, &w, TW__CANCELLED, false)) {
+                tw__gate_count_cancel(h->svc);
                 return 1;
+            }
             break;
         case TW__RUNNING: /* a periodic timer would run again */
         case TW__RUN_AGAIN:
             if (tw__st(w) == TW__RUNNING && !h->period)
                 return 0;
-            if (tw__handle_cas(h, &w, TW__CANCEL_RUNNING, false))
+            if (tw__handle_cas(h, &w, TW__CANCEL_RUNNING, false)) {
+                tw__gate_count_cancel(h->svc); /* the runner lets go */
                 return 1;
+            }
             break;
         default:
             return 0;

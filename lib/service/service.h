@@ -149,6 +149,7 @@ struct tw__stripe {
     _Alignas(TW__CACHE_LINE) atomic_uint_fast64_t inside; /* calls in the gate */
     atomic_uint_fast64_t accepted;
     atomic_uint_fast64_t rejected;
+    atomic_uint_fast64_t cancelled; /* cancels that won (tw_handle_cancel) */
     atomic_int_fast64_t credit; /* pending slots taken from `avail`, unused */
 };
 
@@ -206,7 +207,6 @@ struct tw_service {
     /* Counters, written by the service's threads. */
     atomic_uint_fast64_t runs;
     atomic_uint_fast64_t completed;
-    atomic_uint_fast64_t cancelled;
     atomic_uint_fast64_t returned;
     atomic_uint_fast64_t wakeups;
     /* Stop. */
@@ -300,6 +300,7 @@ int tw__gate_reserve(struct tw_service *s, struct tw__stripe *st);
 void tw__gate_unreserve(struct tw_service *s, struct tw__stripe *st);
 void tw__gate_close(struct tw_service *s);
 void tw__gate_let_go(struct tw_service *s);
+void tw__gate_count_cancel(struct tw_service *s);
 
 static inline bool tw__stopping(const struct tw_service *s)
 {

@@ -153,6 +153,32 @@ Test(service_overload, max_pending_is_never_exceeded)
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 
+/* A cancel counts at once and gives its slot back at once: with
+ * max_pending 1, the next schedule after a cancel that said 1 succeeds. */
+Test(service_overload, cancel_counts_and_frees_its_slot_at_once)
+{
+    struct tw_service_config cfg;
+    struct tw_service_stats st;
+    struct tw_service *s;
+    struct tw_handle *h;
+    int err;
+
+    tw_service_config_init(&cfg, TW_HIER);
+    cfg.max_pending = 1;
+    s = tw_service_create(&cfg, &err);
+    cr_assert_not_null(s);
+    for (int i = 0; i < 100; i++) {
+        cr_assert_eq(tw_service_schedule(s, HOUR, nop_cb, NULL, &h), 0, "%d", i);
+        cr_assert_eq(tw_service_schedule(s, HOUR, nop_cb, NULL, NULL), -EAGAIN);
+        cr_assert_eq(tw_handle_cancel(h), 1);
+        cr_assert_eq(tw_service_stats(s, &st), 0);
+        cr_assert_eq(st.cancelled, (uint64_t)i + 1);
+        cr_assert_eq(st.pending, 0);
+        tw_handle_release(h);
+    }
+    cr_assert_eq(tw_service_destroy(s), 0);
+}
+
 /* A 1 ns hashed tick is raised to 1 ms: the idle worker wakes about once a
  * millisecond, not a million times a second, and timers still never fire
  * early. */
