@@ -15,25 +15,7 @@
 
 #include "purgatory.h"
 
-/* The purgatory whose try_complete this thread is running, if any: a call
- * on that purgatory from inside it is refused with -EDEADLK. */
-static _Thread_local const struct tw_purgatory *in_try;
-
-bool tw__p_in_try(const struct tw_purgatory *p)
-{
-    return in_try == p;
-}
-
-bool tw__p_call_try(struct tw_purgatory *p, struct tw_delayed *op)
-{
-    const struct tw_purgatory *outer = in_try; /* another purgatory's */
-    bool yes;
-
-    in_try = p;
-    yes = op->try_complete(op, op->arg);
-    in_try = outer;
-    return yes;
-}
+_Thread_local const struct tw_purgatory *tw__p_trying;
 
 int tw__p_key_ok(const void *bytes, size_t len)
 {

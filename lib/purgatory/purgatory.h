@@ -148,10 +148,30 @@ static inline bool tw__p_cas(struct tw__pwatch *w, unsigned *expect,
 }
 
 /* ---- purgatory.c ---- */
+/* The purgatory whose try_complete this thread is running, if any: a call
+ * on that purgatory from inside it is refused with -EDEADLK. Inline, as
+ * the check loop sets it around every try. */
+extern _Thread_local const struct tw_purgatory *tw__p_trying;
+
 /* Whether the calling thread is inside a try_complete of p. */
-bool tw__p_in_try(const struct tw_purgatory *p);
-/* Run op's try_complete with the in-try marker of p set. */
-bool tw__p_call_try(struct tw_purgatory *p, struct tw_delayed *op);
+static inline bool tw__p_in_try(const struct tw_purgatory *p)
+{
+    return tw__p_trying == p;
+}
+
+/* Run op's try_complete with the in-try marker of p set (and another
+ * purgatory's marker, if any, put back after). */
+static inline bool tw__p_call_try(struct tw_purgatory *p,
+                                  struct tw_delayed *op)
+{
+    const struct tw_purgatory *outer = tw__p_trying;
+    bool yes;
+
+    tw__p_trying = p;
+    yes = op->try_complete(op, op->arg);
+    tw__p_trying = outer;
+    return yes;
+}
 /* The usual check of a key argument: 0, -EINVAL or -E2BIG. */
 int tw__p_key_ok(const void *bytes, size_t len);
 /* Count one on a counter of p. */

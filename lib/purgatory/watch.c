@@ -68,13 +68,22 @@ static int args_ok(struct tw_purgatory *p, struct tw_delayed *op,
     return keys_ok(keys, n, hash);
 }
 
-/* Mark op watched, or say why it cannot be. */
-static int take_op(struct tw_delayed *op)
+/* Mark op watched, or say why it cannot be (atomically over a service,
+ * where two threads could watch one operation at once by mistake). */
+static int take_op(const struct tw_purgatory *p, struct tw_delayed *op)
 {
     int s = TW_DELAYED_IDLE;
 
-    if (__atomic_compare_exchange_n(&op->state, &s, TW_DELAYED_WATCHED, false,
-                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    if (!p->threaded) {
+        s = op->state;
+        if (s == TW_DELAYED_IDLE)
+            op->state = TW_DELAYED_WATCHED;
+    } else if (__atomic_compare_exchange_n(&op->state, &s, TW_DELAYED_WATCHED,
+                                           false, __ATOMIC_ACQ_REL,
+                                           __ATOMIC_ACQUIRE)) {
+        return 0;
+    }
+    if (s == TW_DELAYED_IDLE)
         return 0;
     return s == TW_DELAYED_WATCHED ? -EBUSY : -EALREADY;
 }
@@ -84,8 +93,13 @@ static void give_back_op(struct tw_delayed *op)
     __atomic_store_n(&op->state, TW_DELAYED_IDLE, __ATOMIC_RELEASE);
 }
 
+/* With one thread no stop can run during a watch: only the closed bit
+ * matters. */
 static bool gate_enter(struct tw_purgatory *p)
 {
+    if (!p->threaded)
+        return !(atomic_load_explicit(&p->gate, memory_order_relaxed) &
+                 TW__P_GATE_CLOSED);
     if (atomic_fetch_add(&p->gate, 1) & TW__P_GATE_CLOSED) {
         atomic_fetch_sub(&p->gate, 1);
         return false;
@@ -95,7 +109,8 @@ static bool gate_enter(struct tw_purgatory *p)
 
 static void gate_leave(struct tw_purgatory *p)
 {
-    atomic_fetch_sub(&p->gate, 1);
+    if (p->threaded)
+        atomic_fetch_sub(&p->gate, 1);
 }
 
 static struct tw__pwatch *record_new(struct tw_purgatory *p,
@@ -177,7 +192,7 @@ int tw_purgatory_watch(struct tw_purgatory *p, struct tw_delayed *op,
     int rc = args_ok(p, op, keys, nkeys, hash);
 
     if (rc == 0)
-        rc = take_op(op);
+        rc = take_op(p, op);
     if (rc < 0)
         return rc;
     if (!gate_enter(p)) {
