@@ -40,14 +40,17 @@ _Thread_local const struct tw_handle *tw__running;
 struct tw_handle *tw__handle_new(struct tw_service *s,
                                  const struct tw_timer_spec *spec)
 {
-    struct tw_handle *h = tw__svc_zalloc(sizeof(*h));
+    struct tw_handle *h = tw_alloc(sizeof(*h));
 
+    /* Every field is set here or by the push that uses it (the queue
+     * nodes), so the block is not zeroed first. */
     if (!h)
         return NULL;
-    tw_timer_init(&h->timer, tw__worker_expire, h);
+    tw_timer_init(&h->timer, tw__worker_expire, spec->arg);
+    h->qnode.next = NULL;
+    h->cnode.next = NULL;
     h->svc = s;
     h->cb = spec->cb;
-    h->arg = spec->arg;
     h->release = spec->release;
     h->period = spec->period;
     h->kind = (unsigned char)spec->kind;
@@ -137,7 +140,7 @@ void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
     if (why != TW__OUT_CANCELLED)
         tw__gate_let_go(s);
     if (h->release)
-        h->release(h->arg);
+        h->release(tw__arg(h));
     tw__handle_unref(h);
 }
 

@@ -242,7 +242,7 @@ TW_PUBLIC int tw_service_schedule_periodic(struct tw_service *s, uint64_t delay,
 
 static int gather_visitor(struct tw_timer *t, void *ctx)
 {
-    tw__hlist_push(ctx, t->arg);
+    tw__hlist_push(ctx, TW_CONTAINER_OF(t, struct tw_handle, timer));
     return 0;
 }
 
@@ -265,7 +265,7 @@ static void hand_back(struct tw_handle *h, tw_handback_fn *fn, void *ctx)
 {
     struct tw_handback t = {
         .cb = h->cb,
-        .arg = h->arg,
+        .arg = tw__arg(h),
         .deadline = tw__deadline(h),
         .period = h->period,
         .kind = (enum tw_period)h->kind,

@@ -113,7 +113,8 @@ enum tw__outcome {
 struct tw_service;
 
 struct tw_handle {
-    struct tw_timer timer; /* the core's node; worker-owned */
+    struct tw_timer timer; /* the core's node (worker-owned); its arg is
+                              the callback's, read-only after creation */
     union {
         struct cds_wfcq_node qnode; /* in newq (custody) */
         struct tw_handle *next;     /* or in a list of the service's */
@@ -121,7 +122,6 @@ struct tw_handle {
     struct cds_wfcq_node cnode; /* in cancelq (a message) */
     struct tw_service *svc;     /* touched only as the header comment says */
     tw_service_callback *cb;
-    void *arg;
     tw_release_fn *release;
     uint64_t period;           /* 0: one-shot */
     _Atomic uint64_t deadline; /* written under LOCKED (or before publishing) */
@@ -131,6 +131,11 @@ struct tw_handle {
     unsigned char kind;        /* enum tw_period */
     atomic_uchar cq;           /* a message is in cancelq */
 };
+
+#if defined(__x86_64__) || defined(__aarch64__)
+/* 112 B is a jemalloc size class: the whole cost of a pending timer. */
+_Static_assert(sizeof(struct tw_handle) <= 112, "a handle must fit 112 B");
+#endif
 
 /* How soon the worker must unlink a cancelled timer from the wheel. A
  * canceller wakes a worker that sleeps longer than this, and a worker that
@@ -275,6 +280,13 @@ void tw__handle_wake(struct tw_handle *h);
 /* wait.c */
 void tw__futex_wait(_Atomic uint32_t *word, uint32_t val);
 void tw__futex_wake(_Atomic uint32_t *word);
+
+/* The callback's argument: kept in the core's timer, whose own callback
+ * (tw__worker_expire) finds the handle around the timer instead. */
+static inline void *tw__arg(const struct tw_handle *h)
+{
+    return h->timer.arg;
+}
 
 static inline uint64_t tw__deadline(const struct tw_handle *h)
 {

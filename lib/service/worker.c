@@ -209,7 +209,7 @@ void tw__worker_run(struct tw_service *s, struct tw_handle *h)
 
     atomic_fetch_add_explicit(&s->runs, 1, memory_order_relaxed);
     tw__running = h;
-    h->cb(h, h->arg);
+    h->cb(h, tw__arg(h));
     tw__running = was;
     finish(s, h);
 }
@@ -217,10 +217,11 @@ void tw__worker_run(struct tw_service *s, struct tw_handle *h)
 /* The core's callback for every service timer: h has left the wheel. */
 void tw__worker_expire(struct tw_timer *t, void *arg)
 {
-    struct tw_handle *h = arg;
+    struct tw_handle *h = TW_CONTAINER_OF(t, struct tw_handle, timer);
     struct tw_service *s = h->svc;
     int to = s->exec.nthreads ? TW__DISPATCHED : TW__RUNNING;
 
+    (void)arg; /* the callback's, not ours */
     for (;;) {
         uint32_t w = tw__handle_settle(h);
         uint64_t due = tw__deadline(h);
