@@ -336,3 +336,75 @@ Test(purgatory_service, checking_under_a_caller_lock_cannot_deadlock,
     cr_assert_eq(tw_purgatory_stop(p, NULL, NULL), 8);
     both_free(p, s);
 }
+
+/*
+ * No missed event, with a real second thread: while the first try is
+ * running (its answer already computed as no), another thread makes the
+ * operation ready and checks its key, which finds nothing watched yet. The
+ * try after watching sees the event, so watch completes the operation.
+ */
+struct racer {
+    struct tw_purgatory *p;
+    atomic_bool *ready;
+    int64_t checked;
+};
+
+static void *event_now(void *arg)
+{
+    struct racer *r = arg;
+
+    atomic_store(r->ready, true);
+    r->checked = tw_purgatory_check(r->p, "k", 1);
+    return NULL;
+}
+
+static bool try_with_event_meanwhile(struct tw_delayed *op, void *arg)
+{
+    struct preq *r = arg;
+    bool answer = atomic_load(&r->ready);
+    struct racer rc = {r->p, &r->ready, -1};
+    pthread_t th;
+
+    (void)op;
+    if (atomic_fetch_add(&r->tries, 1) == 0) {
+        cr_assert_eq(pthread_create(&th, NULL, event_now, &rc), 0);
+        cr_assert_eq(pthread_join(th, NULL), 0);
+        cr_assert_eq(rc.checked, 0, "nothing was watched yet");
+    }
+    return answer;
+}
+
+Test(purgatory_service, event_during_the_first_try_is_not_missed)
+{
+    struct tw_service *s = service_new(0, 0);
+    struct tw_purgatory *p = purgatory_on(s);
+    struct tw_key k = pkey("k");
+    struct preq r;
+
+    preq_init(&r, p);
+    r.op.try_complete = try_with_event_meanwhile;
+    cr_assert_eq(tw_purgatory_watch(p, &r.op, &k, 1, 3600 * SEC), 1);
+    cr_assert_eq(r.tries, 2);
+    cr_assert_eq(r.completes, 1);
+    stats_are(p, 1, 1, 0, 0, 0, 0, 0);
+    both_free(p, s);
+}
+
+/* Over the service too, a completion leaves every key at once. */
+Test(purgatory_service, completion_leaves_every_key)
+{
+    struct tw_service *s = service_new(0, 0);
+    struct tw_purgatory *p = purgatory_on(s);
+    struct tw_key k[3] = {pkey("a"), pkey("b"), pkey("c")};
+    struct preq r;
+
+    preq_init(&r, p);
+    cr_assert_eq(tw_purgatory_watch(p, &r.op, k, 3, 3600 * SEC), 0);
+    stats_are(p, 1, 0, 0, 0, 0, 1, 3);
+    atomic_store(&r.ready, true);
+    cr_assert_eq(tw_purgatory_check(p, "c", 1), 1);
+    stats_are(p, 1, 1, 0, 0, 0, 0, 0);
+    cr_assert_eq(tw_purgatory_check(p, "a", 1), 0);
+    cr_assert_eq(r.completes, 1);
+    both_free(p, s);
+}
