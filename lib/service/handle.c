@@ -9,7 +9,8 @@
  * exactly one wins. A cancel that wins PENDING -> CANCELLING, DISPATCHED ->
  * CANCELLED or a running timer that would run again -> CANCEL_RUNNING
  * returns 1 and no later run can start; a cancel that finds any other state
- * returns 0. A re-arm takes LOCKED, writes the deadline, and stores the
+ * returns 0. Every winning cancel passes through CANCELLING while it counts
+ * itself on the service (gate.c), so the service is alive meanwhile. A re-arm takes LOCKED, writes the deadline, and stores the
  * state back with the generation bumped, so a worker that read the old
  * deadline fails its claim and reads again.
  *
@@ -209,8 +210,9 @@ TW_PUBLIC int tw_handle_cancel(struct tw_handle *h)
             }
             break;
         case TW__DISPATCHED: /* the executor lets go of it */
-            if (tw__handle_cas(h, &w, TW__CANCELLED, false)) {
+            if (tw__handle_cas(h, &w, TW__CANCELLING, false)) {
                 tw__gate_count_cancel(h->svc);
+                tw__handle_put(h, w, TW__CANCELLED, false);
                 return 1;
             }
             break;
@@ -218,8 +220,9 @@ TW_PUBLIC int tw_handle_cancel(struct tw_handle *h)
         case TW__RUN_AGAIN:
             if (tw__st(w) == TW__RUNNING && !h->period)
                 return 0;
-            if (tw__handle_cas(h, &w, TW__CANCEL_RUNNING, false)) {
+            if (tw__handle_cas(h, &w, TW__CANCELLING, false)) {
                 tw__gate_count_cancel(h->svc); /* the runner lets go */
+                tw__handle_put(h, w, TW__CANCEL_RUNNING, false);
                 return 1;
             }
             break;

@@ -35,8 +35,9 @@
  *   RUN_AGAIN --> PENDING once the callback returns
  *   PENDING --cancel--> CANCELLING --> CANCELLED   (canceller pushes onto
  *                                                   cancelq in between)
- *   DISPATCHED --cancel--> CANCELLED
- *   RUNNING (periodic) / RUN_AGAIN --cancel--> CANCEL_RUNNING --> CANCELLED
+ *   DISPATCHED --cancel--> CANCELLING --> CANCELLED
+ *   RUNNING (periodic) / RUN_AGAIN --cancel--> CANCELLING --> CANCEL_RUNNING
+ *                                                   --> CANCELLED on return
  *   PENDING or DISPATCHED --stop--> RETURNED
  *
  * LOCKED and CANCELLING are held for a few instructions by the thread that
