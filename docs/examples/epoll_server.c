@@ -181,7 +181,8 @@ static int listen_on(int port)
     int one = 1;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, 4) < 0 ||
+    if (fd < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
         bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
         listen(fd, SOMAXCONN) < 0 ||
         getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
