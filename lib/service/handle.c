@@ -278,9 +278,14 @@ static void rearm_earlier(struct tw_handle *h, uint64_t deadline)
 {
     struct tw_service *s = h->svc;
 
-    atomic_store_explicit(&s->hinted, true, memory_order_relaxed);
-    send_message(s, h);
-    tw__worker_notify(s, deadline);
+    /* Written only when not already set: a stream of re-arms does not
+     * bounce the line with the worker. */
+    if (!atomic_load_explicit(&s->hinted, memory_order_relaxed))
+        atomic_store_explicit(&s->hinted, true, memory_order_relaxed);
+    if (send_message(s, h))
+        tw__worker_notify_pushed(s, deadline); /* the push was a fence */
+    else
+        tw__worker_notify(s, deadline);
 }
 
 TW_PUBLIC int tw_handle_rearm_at(struct tw_handle *h, uint64_t deadline)
