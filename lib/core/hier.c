@@ -287,6 +287,34 @@ static void demote_slot(struct tw_wheel *w, unsigned k, uint32_t s)
     }
 }
 
+/* In an unbounded advance, a slot of level k > 0 that holds one timer due
+ * by the advance's target needs no demotion: nothing is pending below level
+ * k nor earlier in it, so that timer is the next to run. Moving cur to the
+ * slot's start (as a demotion does first) and the timer straight to the
+ * expired list saves one collect, with its divisions, per level it would
+ * have passed. Its callback runs before the next collect, so the expired
+ * list never shows it ahead of cur; the advance then ends at its target.
+ * A bounded advance demotes as usual, to stop on the timer's own tick.
+ * Returns false, changing nothing, in any other case. */
+static bool expire_single(struct tw_wheel *w, unsigned k, uint32_t s,
+                          uint64_t start)
+{
+    struct tw__level *lv = &w->levels[k];
+    struct tw_link *head = &w->slots[lv->first + s];
+    struct tw_timer *t = tw__list_timer(head->next);
+
+    /* defer_ns is the boundary of the target tick while advancing. */
+    if (head->next != head->prev || t->deadline > w->defer_ns)
+        return false;
+    tw__list_init(head);
+    tw__bitmap_clear(&lv->bits, s);
+    if (!lv->bits.summary)
+        w->occupied &= ~(UINT64_C(1) << k);
+    move_to(w, k, s, start);
+    tw__list_push_back(&w->expired, &t->link);
+    return true;
+}
+
 bool tw__hier_collect(struct tw_wheel *w, uint64_t target, bool batch)
 {
     unsigned k;
@@ -305,7 +333,7 @@ bool tw__hier_collect(struct tw_wheel *w, uint64_t target, bool batch)
     if (k == 0) {
         s = flush_ticks(w, s, batch ? target : tick);
         move_to(w, 0, s, w->levels[0].base + s);
-    } else {
+    } else if (!batch || !expire_single(w, k, s, tick)) {
         move_to(w, k, s, tick);
         demote_slot(w, k, s);
     }
