@@ -237,3 +237,88 @@ Test(hier, wide_levels_place_by_due_tick)
         tw_destroy(w);
     }
 }
+
+#define DAY (24 * 3600 * SEC)
+
+struct chain {
+    struct tw_timer t;
+    struct tw_wheel *w;
+    int order;           /* position in the firing order, from 1 */
+    struct tw_timer *add; /* scheduled by this callback, if set */
+    uint64_t add_at;
+};
+
+static int fired_so_far;
+
+static void chain_fire(struct tw_timer *t, void *arg)
+{
+    struct chain *c = TW_CONTAINER_OF(t, struct chain, t);
+
+    (void)arg;
+    wheel_ok(c->w);
+    c->order = ++fired_so_far;
+    if (c->add)
+        cr_assert_eq(tw_schedule(c->w, c->add, c->add_at), 0);
+    wheel_ok(c->w);
+}
+
+/* A 30-day jump over timers alone in their day slots takes each straight to
+ * the expired list (hier.c, expire_single): they must still run in order,
+ * with the wheel whole in every callback, and what a callback schedules
+ * must land where the contract says, even inside the jumped span. */
+Test(hier, single_timers_expire_in_order_across_a_jump)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct chain c[6];
+    struct rec later, inside;
+    const uint64_t at[6] = {5 * DAY + 7,     2 * DAY + 3 * SEC, 9 * DAY,
+                            29 * DAY + 1 * MS, 2 * DAY + 4 * SEC, 17 * DAY};
+
+    fired_so_far = 0;
+    rec_init(&later, w);
+    rec_init(&inside, w);
+    for (int i = 0; i < 6; i++) {
+        c[i] = (struct chain){.w = w};
+        tw_timer_init(&c[i].t, chain_fire, NULL);
+        cr_assert_eq(tw_schedule(w, &c[i].t, at[i]), 0);
+    }
+    /* The first to run adds one inside the span (deferred: the next
+     * advance) and one after it. */
+    c[1].add = &inside.t;
+    c[1].add_at = 3 * DAY;
+    c[4].add = &later.t;
+    c[4].add_at = 31 * DAY;
+    cr_assert_eq(tw_advance(w, 30 * DAY), 6);
+    cr_assert_eq(c[1].order, 1);
+    cr_assert_eq(c[4].order, 2);
+    cr_assert_eq(c[0].order, 3);
+    cr_assert_eq(c[2].order, 4);
+    cr_assert_eq(c[5].order, 5);
+    cr_assert_eq(c[3].order, 6);
+    cr_assert_eq(inside.fired + later.fired, 0);
+    wheel_ok(w);
+    cr_assert_eq(tw_advance(w, 30 * DAY), 1);
+    cr_assert_eq(inside.fired, 1);
+    cr_assert_eq(tw_advance(w, 31 * DAY - 1), 0);
+    cr_assert_eq(tw_advance(w, 31 * DAY), 1);
+    cr_assert_eq(later.fired, 1);
+    tw_destroy(w);
+}
+
+/* A bounded advance still demotes, to stop on the timer's own tick. */
+Test(hier, bounded_advance_stops_on_a_single_timers_tick)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec a, b;
+
+    rec_init(&a, w);
+    rec_init(&b, w);
+    cr_assert_eq(tw_schedule(w, &a.t, 2 * DAY + 5 * MS), 0);
+    cr_assert_eq(tw_schedule(w, &b.t, 2 * DAY + 7 * MS), 0);
+    cr_assert_eq(tw_advance_bounded(w, 3 * DAY, 1), 1);
+    cr_assert_eq(w->cur, (2 * DAY + 5 * MS) / MS);
+    wheel_ok(w);
+    cr_assert_eq(tw_advance_bounded(w, 3 * DAY, 1), 1);
+    cr_assert_eq(b.fired, 1);
+    tw_destroy(w);
+}
