@@ -287,31 +287,77 @@ static void demote_slot(struct tw_wheel *w, unsigned k, uint32_t s)
     }
 }
 
-/* In an unbounded advance, a slot of level k > 0 that holds one timer due
- * by the advance's target needs no demotion: nothing is pending below level
- * k nor earlier in it, so that timer is the next to run. Moving cur to the
- * slot's start (as a demotion does first) and the timer straight to the
- * expired list saves one collect, with its divisions, per level it would
- * have passed. Its callback runs before the next collect, so the expired
- * list never shows it ahead of cur; the advance then ends at its target.
- * A bounded advance demotes as usual, to stop on the timer's own tick.
- * Returns false, changing nothing, in any other case. */
-static bool expire_single(struct tw_wheel *w, unsigned k, uint32_t s,
-                          uint64_t start)
+/* Move cur to e, in slot s of level k (which starts at tick start), with
+ * nothing pending below level k: each lower level starts the revolution
+ * that holds e, found from the top down with one division per level. */
+static void settle(struct tw_wheel *w, unsigned k, uint32_t s, uint64_t start,
+                   uint64_t e)
+{
+    uint64_t b = start;
+
+    w->cur = e;
+    w->levels[k].pos = s;
+    for (unsigned j = k; j-- > 0;) {
+        struct tw__level *lv = &w->levels[j];
+
+        set_base(w, j, b);
+        lv->pos = (uint32_t)(j == 0 ? e - b : (e - b) / lv->width);
+        b += lv->pos * lv->width;
+    }
+}
+
+/* Take slot s of level k to the expired list if it holds a single timer
+ * due by the advance's target (defer_ns is that tick's boundary while
+ * advancing); its bits are cleared and the level's digit moves to s. */
+static bool take_single(struct tw_wheel *w, unsigned k, uint32_t s)
 {
     struct tw__level *lv = &w->levels[k];
     struct tw_link *head = &w->slots[lv->first + s];
     struct tw_timer *t = tw__list_timer(head->next);
 
-    /* defer_ns is the boundary of the target tick while advancing. */
     if (head->next != head->prev || t->deadline > w->defer_ns)
         return false;
     tw__list_init(head);
     tw__bitmap_clear(&lv->bits, s);
     if (!lv->bits.summary)
         w->occupied &= ~(UINT64_C(1) << k);
-    move_to(w, k, s, start);
+    lv->pos = s;
     tw__list_push_back(&w->expired, &t->link);
+    return true;
+}
+
+/*
+ * In an unbounded advance, a slot of level k > 0 that holds one timer due
+ * by the target needs no demotion: nothing is pending below level k nor
+ * earlier in it, so that timer is the next to run. Such slots are taken
+ * one after the other, in tick order, straight to the expired list, while
+ * the next piece of work is one (the lower levels stay empty meanwhile, so
+ * only the digit of the level taken from changes); then cur moves once to
+ * the due tick of the last timer taken, as its demotions would have, so
+ * that every expired timer is due by cur when the callbacks run. This saves
+ * one collect per level each timer would have passed, and the levels'
+ * rebasing in between: a 30-day jump over 10 timers is one collect. The
+ * callbacks run after, in order; an unbounded advance may collect ahead
+ * of them, as flush_ticks() does (a timer they schedule by the target is
+ * deferred; one they cancel does not run). A bounded advance demotes as
+ * usual, to stop on each timer's own tick. Returns false, changing
+ * nothing, when slot s is not such a slot.
+ */
+static bool expire_singles(struct tw_wheel *w, unsigned k, uint32_t s)
+{
+    unsigned last_k = k;
+    uint32_t last_s = s;
+    const struct tw__level *lv;
+
+    if (!take_single(w, k, s))
+        return false;
+    while (next_slot(w, &k, &s) && k > 0 && take_single(w, k, s)) {
+        last_k = k;
+        last_s = s;
+    }
+    lv = &w->levels[last_k];
+    settle(w, last_k, last_s, lv->base + last_s * lv->width,
+           tw__due_tick(w, tw__list_timer(w->expired.prev)->deadline));
     return true;
 }
 
@@ -333,7 +379,7 @@ bool tw__hier_collect(struct tw_wheel *w, uint64_t target, bool batch)
     if (k == 0) {
         s = flush_ticks(w, s, batch ? target : tick);
         move_to(w, 0, s, w->levels[0].base + s);
-    } else if (!batch || !expire_single(w, k, s, tick)) {
+    } else if (!batch || !expire_singles(w, k, s)) {
         move_to(w, k, s, tick);
         demote_slot(w, k, s);
     }
