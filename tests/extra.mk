@@ -60,8 +60,11 @@ COV_DIR := $(BUILD)/coverage
 # -O0 so that every line and branch of the source maps to code; atomic
 # counters, since the service's threads run the same code at once (plain
 # ones lose updates and gcov then reports negative counts). The suite is run
-# as `make test` runs it, the fuzz corpus replay included.
-COV_OPT := -O0 -g --coverage -fprofile-update=atomic
+# as `make test` runs it, the fuzz corpus replay included. Only lib/ is
+# instrumented: the test binary is compiled in one command, so two test
+# files of one name in two layers' folders would share a counter file.
+COV_OPT := -O0 -g --coverage -fprofile-update=atomic -fprofile-filter-files='^lib/'
+
 # lib/ only, and only branches the compiler could not prove dead.
 COV_GCOVR := gcovr --root . --filter 'lib/' --exclude-unreachable-branches \
              $(COV_DIR)
