@@ -6,6 +6,32 @@
 
 __extension__ typedef unsigned __int128 u128;
 
+static const uint32_t pow2[] = {64, 64, 64, 64}, tiny[] = {4, 4, 4, 4},
+                      odd[] = {3, 7, 2, 5, 11}, five[] = {5};
+
+const struct model_layout model_layouts[MODEL_LAYOUTS] = {
+    {"hier clock layout", TW_HIER, NULL, 0, TW_DEFAULT_TICK_NS},
+    {"hier 64-slot layout", TW_HIER, pow2, 4, TW_DEFAULT_TICK_NS},
+    {"hier 4x4 layout", TW_HIER, tiny, 4, 1000},
+    {"hier odd layout, 1 ns tick", TW_HIER, odd, 5, 1},
+    {"hashed 512 slots", TW_HASHED, NULL, 0, TW_DEFAULT_TICK_NS},
+    {"hashed 8 slots", TW_HASHED, five, 1, 7},
+};
+
+struct tw_config model_config(enum tw_mode mode, const uint32_t *slots,
+                              unsigned levels, uint64_t tick_ns)
+{
+    struct tw_config cfg;
+
+    tw_config_init(&cfg, mode);
+    if (slots) {
+        cfg.slots = slots;
+        cfg.levels = levels;
+    }
+    cfg.tick_ns = tick_ns;
+    return cfg;
+}
+
 uint64_t model_due(const struct tw_config *cfg, uint64_t deadline)
 {
     if (deadline <= cfg->start_ns)
@@ -34,11 +60,11 @@ uint64_t model_boundary(const struct tw_config *cfg, uint64_t tick)
  * revolution must fit a signed 64-bit count of ns. */
 static int hashed_valid(const struct tw_config *cfg, uint32_t slots)
 {
-    u128 pow2 = 1;
+    u128 rounded = 1;
 
-    while (pow2 < slots)
-        pow2 <<= 1;
-    return (u128)cfg->tick_ns * pow2 <= INT64_MAX;
+    while (rounded < slots)
+        rounded <<= 1;
+    return (u128)cfg->tick_ns * rounded <= INT64_MAX;
 }
 
 /* Each level's slot is width ticks wide, width the product of the slot

@@ -29,6 +29,26 @@ static inline uint64_t sat_mul(uint64_t a, uint64_t b)
     return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }
 
+/* A config of mode: the given levels (slots NULL: the mode's default
+ * layout) and tick, start 0. */
+struct tw_config model_config(enum tw_mode mode, const uint32_t *slots,
+                              unsigned levels, uint64_t tick_ns);
+
+/* The fixed layouts that the differential tests and the fuzz driver (as
+ * its layouts 0 to MODEL_LAYOUTS - 1) both drive: the clock layout, four
+ * levels of 64, four of 4, odd counts at a 1 ns tick, Netty's 512 buckets,
+ * and 5 buckets (rounded up to 8) of 7 ns. */
+struct model_layout {
+    const char *name;
+    enum tw_mode mode;
+    const uint32_t *slots; /* NULL: the mode's default layout */
+    unsigned levels;
+    uint64_t tick_ns;
+};
+
+#define MODEL_LAYOUTS 6
+extern const struct model_layout model_layouts[MODEL_LAYOUTS];
+
 /* The due tick of deadline: the first tick boundary at or after it,
  * counted from the start (0 for a deadline at or before the start). */
 uint64_t model_due(const struct tw_config *cfg, uint64_t deadline);

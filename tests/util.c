@@ -4,6 +4,7 @@
 /* MAP_ANONYMOUS, for the guard pages. */
 #define _DEFAULT_SOURCE
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,16 +17,22 @@
 
 static int sequence;
 
-struct tw_wheel *wheel_new(enum tw_mode mode)
+struct tw_wheel *wheel_new_at(enum tw_mode mode, uint64_t start)
 {
     struct tw_config cfg;
     struct tw_wheel *w;
     int err = 1;
 
     tw_config_init(&cfg, mode);
+    cfg.start_ns = start;
     w = tw_create(&cfg, &err);
     cr_assert(w && err == 0, "create failed: %d", err);
     return w;
+}
+
+struct tw_wheel *wheel_new(enum tw_mode mode)
+{
+    return wheel_new_at(mode, 0);
 }
 
 static void record(struct tw_timer *t, void *arg)
@@ -176,6 +183,27 @@ void alloc_fail_after(unsigned long k)
 unsigned long alloc_live(void)
 {
     return atomic_load(&alloc_log.allocs) - atomic_load(&alloc_log.frees);
+}
+
+unsigned long alloc_fail_each(int (*attempt)(void *ctx), void *ctx)
+{
+    unsigned long held = alloc_live(), k;
+    int rc;
+
+    for (k = 1;; k++) {
+        cr_assert_lt(k, 100, "never succeeded");
+        alloc_fail_after(k);
+        rc = attempt(ctx);
+        if (rc == 0)
+            break;
+        cr_assert_eq(rc, -ENOMEM, "allocation %lu failed: %d", k, rc);
+        cr_assert_eq(alloc_live(), held,
+                     "allocation %lu failed: %lu blocks held, %lu before", k,
+                     alloc_live(), held);
+    }
+    alloc_fail_after(0);
+    cr_assert_eq(atomic_load(&alloc_log.bad_frees), 0);
+    return k - 1;
 }
 
 /* ---- out of address space --------------------------------------------- */

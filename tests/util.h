@@ -27,8 +27,10 @@ struct rec {
     int victim_rc;
 };
 
-/* A wheel of mode with the default layout and 1 ms tick, start 0. */
+/* A wheel of mode with the default layout and 1 ms tick, start 0, or
+ * starting at start. */
 struct tw_wheel *wheel_new(enum tw_mode mode);
+struct tw_wheel *wheel_new_at(enum tw_mode mode, uint64_t start);
 /* Initialise r on w with the recording callback. */
 void rec_init(struct rec *r, struct tw_wheel *w);
 /* Assert that tw_check() passes. */
@@ -67,6 +69,13 @@ void alloc_install(bool guard);
 void alloc_fail_after(unsigned long k);
 /* Blocks handed out and not given back. */
 unsigned long alloc_live(void);
+/*
+ * Run attempt(ctx) with the k-th allocation from now failing, for k = 1,
+ * 2, ... until it returns 0; until then it must return -ENOMEM and hold no
+ * more blocks than before. Afterwards no allocation fails. Returns how many
+ * tries failed: the number of allocations the call makes.
+ */
+unsigned long alloc_fail_each(int (*attempt)(void *ctx), void *ctx);
 
 /* Cap this process's address space at what it maps now plus room, so that
  * a large allocation (or a thread's stack) fails for real. Criterion runs

@@ -11,6 +11,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 
+#include "model.h"
 #include "util.h"
 
 static void counted(void)
@@ -70,52 +71,39 @@ Test(alloc, size_zero_locks_the_choice)
     cr_assert_eq(tw_set_allocator(NULL), -EBUSY);
 }
 
-/* One allocation of tw_create() after another fails: each time NULL with
- * -ENOMEM and nothing held, until the wheel is built; the wheel then works.
- * Returns the number of allocations create makes. */
-static unsigned long create_fails_cleanly(const struct tw_config *cfg)
-{
+struct create {
+    const struct tw_config *cfg;
     struct tw_wheel *w;
-    unsigned long k;
-    struct rec r;
-    int err;
+};
 
-    for (k = 1;; k++) {
-        cr_assert_lt(k, 100, "create never succeeded");
-        alloc_fail_after(k);
-        err = 1;
-        w = tw_create(cfg, &err);
-        if (w)
-            break;
-        cr_assert_eq(err, -ENOMEM, "allocation %lu failed: err %d", k, err);
-        cr_assert_eq(alloc_live(), 0, "allocation %lu failed: %lu held", k,
-                     alloc_live());
-    }
-    cr_assert_eq(err, 0);
-    cr_assert_eq(atomic_load(&alloc_log.bad_frees), 0);
-    alloc_fail_after(0);
-    wheel_ok(w);
-    rec_init(&r, w);
-    cr_assert_eq(tw_schedule_after(w, &r.t, 3 * cfg->tick_ns), 0);
-    cr_assert_eq(tw_advance(w, tw_timer_deadline(&r.t)), 1);
-    cr_assert_eq(r.fired, 1);
-    cr_assert_eq(tw_destroy(w), 0);
-    cr_assert_eq(alloc_live(), 0, "destroy gave every block back");
-    return k - 1; /* the allocations that failed, one each */
+static int try_create(void *ctx)
+{
+    struct create *c = ctx;
+    int err = 1;
+
+    c->w = tw_create(c->cfg, &err);
+    cr_assert_eq(c->w != NULL, err == 0, "wheel %p, err %d", (void *)c->w, err);
+    return err;
 }
 
-static struct tw_config layout(enum tw_mode mode, const uint32_t *slots,
-                               unsigned levels, uint64_t tick_ns)
+/* One allocation of tw_create() after another fails: each time NULL with
+ * -ENOMEM and nothing held, until the wheel is built; the wheel then works
+ * and gives every block back. Returns the number of allocations create
+ * makes. */
+static unsigned long create_fails_cleanly(const struct tw_config *cfg)
 {
-    struct tw_config cfg;
+    struct create c = {cfg, NULL};
+    unsigned long n = alloc_fail_each(try_create, &c);
+    struct rec r;
 
-    tw_config_init(&cfg, mode);
-    if (slots) {
-        cfg.slots = slots;
-        cfg.levels = levels;
-    }
-    cfg.tick_ns = tick_ns;
-    return cfg;
+    wheel_ok(c.w);
+    rec_init(&r, c.w);
+    cr_assert_eq(tw_schedule_after(c.w, &r.t, 3 * cfg->tick_ns), 0);
+    cr_assert_eq(tw_advance(c.w, tw_timer_deadline(&r.t)), 1);
+    cr_assert_eq(r.fired, 1);
+    cr_assert_eq(tw_destroy(c.w), 0);
+    cr_assert_eq(alloc_live(), 0, "destroy gave every block back");
+    return n;
 }
 
 /* The wheel, its slot heads and its bitmap words. */
@@ -128,11 +116,11 @@ Test(alloc, create_hier_fails_cleanly_at_every_allocation, .init = counted)
 
     for (unsigned i = 0; i < TW_MAX_LEVELS; i++)
         two[i] = 2;
-    cfg[0] = layout(TW_HIER, NULL, 0, MS);
-    cfg[1] = layout(TW_HIER, pow2, 4, MS);
-    cfg[2] = layout(TW_HIER, odd, 5, 1);
-    cfg[3] = layout(TW_HIER, edge, 1, UINT64_MAX / 63 + 1);
-    cfg[4] = layout(TW_HIER, two, TW_MAX_LEVELS, 1);
+    cfg[0] = model_config(TW_HIER, NULL, 0, MS);
+    cfg[1] = model_config(TW_HIER, pow2, 4, MS);
+    cfg[2] = model_config(TW_HIER, odd, 5, 1);
+    cfg[3] = model_config(TW_HIER, edge, 1, UINT64_MAX / 63 + 1);
+    cfg[4] = model_config(TW_HIER, two, TW_MAX_LEVELS, 1);
     for (int i = 0; i < 5; i++) {
         unsigned long n = create_fails_cleanly(&cfg[i]);
         cr_assert_eq(n, 3, "layout %d: %lu", i, n);
@@ -143,8 +131,8 @@ Test(alloc, create_hier_fails_cleanly_at_every_allocation, .init = counted)
 Test(alloc, create_hashed_fails_cleanly_at_every_allocation, .init = counted)
 {
     static const uint32_t eight[] = {5};
-    struct tw_config netty = layout(TW_HASHED, NULL, 0, MS),
-                     small = layout(TW_HASHED, eight, 1, 7);
+    struct tw_config netty = model_config(TW_HASHED, NULL, 0, MS),
+                     small = model_config(TW_HASHED, eight, 1, 7);
 
     cr_assert_eq(create_fails_cleanly(&netty), 2);
     cr_assert_eq(create_fails_cleanly(&small), 2);

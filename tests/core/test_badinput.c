@@ -29,18 +29,6 @@ static void nop(struct tw_timer *t, void *arg)
     (void)arg;
 }
 
-static struct tw_wheel *wheel_at(enum tw_mode mode, uint64_t start)
-{
-    struct tw_config cfg;
-    struct tw_wheel *w;
-
-    tw_config_init(&cfg, mode);
-    cfg.start_ns = start;
-    w = tw_create(&cfg, NULL);
-    cr_assert_not_null(w);
-    return w;
-}
-
 /* ---- tw_create ----------------------------------------------------------- */
 
 Test(badinput, create_ignores_levels_without_slots)
@@ -135,7 +123,7 @@ Test(badinput, create_without_err_pointer)
 Test(badinput, start_at_end_of_time)
 {
     for (int i = 0; i < 2; i++) {
-        struct tw_wheel *w = wheel_at(modes[i], UINT64_MAX);
+        struct tw_wheel *w = wheel_new_at(modes[i], UINT64_MAX);
         struct rec a, b;
 
         rec_init(&a, w);
@@ -160,7 +148,7 @@ Test(badinput, start_at_end_of_time)
 Test(badinput, deadline_before_start_runs_on_next_advance)
 {
     for (int i = 0; i < 2; i++) {
-        struct tw_wheel *w = wheel_at(modes[i], 10 * SEC);
+        struct tw_wheel *w = wheel_new_at(modes[i], 10 * SEC);
         struct rec r;
 
         rec_init(&r, w);
@@ -374,7 +362,7 @@ Test(badinput, bounded_with_budget_past_int64_is_unbounded)
 Test(badinput, next_deadline_of_timer_due_at_end_of_time)
 {
     for (int i = 0; i < 2; i++) {
-        struct tw_wheel *w = wheel_at(modes[i], UINT64_MAX - 3 * MS);
+        struct tw_wheel *w = wheel_new_at(modes[i], UINT64_MAX - 3 * MS);
         struct rec r;
 
         rec_init(&r, w);

@@ -424,21 +424,17 @@ static void harness_run(struct harness *h, uint64_t ops)
 /* A wheel of mode with the given layout (slots NULL: the mode's default),
  * tick and start, through `OPS` random operations whose advances go at most
  * max_step ticks. */
-static void run(const char *name, enum tw_mode mode, const uint32_t *slots,
-                unsigned levels, uint64_t tick_ns, uint64_t start_ns,
-                uint64_t max_step)
+/* Layout i of model_layouts, starting at start_ns, through `OPS` random
+ * operations whose advances go at most max_step ticks. */
+static void run(unsigned i, uint64_t start_ns, uint64_t max_step)
 {
-    struct tw_config cfg;
+    const struct model_layout *l = &model_layouts[i];
+    struct tw_config cfg =
+        model_config(l->mode, l->slots, l->levels, l->tick_ns);
     struct harness h;
 
-    tw_config_init(&cfg, mode);
-    if (slots) {
-        cfg.slots = slots;
-        cfg.levels = levels;
-    }
-    cfg.tick_ns = tick_ns;
     cfg.start_ns = start_ns;
-    harness_init(&h, name, &cfg, NTIMERS, max_step);
+    harness_init(&h, l->name, &cfg, NTIMERS, max_step);
     harness_run(&h, test_ops(OPS));
     harness_fini(&h);
 }
@@ -447,42 +443,30 @@ static void run(const char *name, enum tw_mode mode, const uint32_t *slots,
 
 Test(differential, hier_clock_layout)
 {
-    run("hier clock layout", TW_HIER, NULL, 0, TW_DEFAULT_TICK_NS, 123456789,
-        DAYS_40_MS);
+    run(0, 123456789, DAYS_40_MS);
 }
 
 Test(differential, hier_pow2_layout)
 {
-    static const uint32_t pow2[] = {64, 64, 64, 64};
-
-    run("hier 64-slot layout", TW_HIER, pow2, 4, TW_DEFAULT_TICK_NS, 0,
-        DAYS_40_MS);
+    run(1, 0, DAYS_40_MS);
 }
 
 Test(differential, hier_tiny_layout)
 {
-    static const uint32_t tiny[] = {4, 4, 4, 4};
-
-    run("hier 4x4 layout", TW_HIER, tiny, 4, 1000, 0, UINT64_C(1) << 40);
+    run(2, 0, UINT64_C(1) << 40);
 }
 
 Test(differential, hier_odd_layout_ns_tick)
 {
-    static const uint32_t odd[] = {3, 7, 2, 5, 11};
-
-    run("hier odd layout, 1 ns tick", TW_HIER, odd, 5, 1, UINT64_C(1) << 40,
-        UINT64_C(1) << 50);
+    run(3, UINT64_C(1) << 40, UINT64_C(1) << 50);
 }
 
 Test(differential, hashed_netty_defaults)
 {
-    run("hashed 512 slots", TW_HASHED, NULL, 0, TW_DEFAULT_TICK_NS, 987654321,
-        20000);
+    run(4, 987654321, 20000);
 }
 
 Test(differential, hashed_small_wheel)
 {
-    static const uint32_t eight[] = {5}; /* rounded up to 8 */
-
-    run("hashed 8 slots", TW_HASHED, eight, 1, 7, 0, 2000);
+    run(5, 0, 2000);
 }

@@ -20,7 +20,7 @@
 /* Largest input replayed; the fuzzer writes nothing longer (FUZZ_MAX_LEN). */
 #define MAX_INPUT 65536
 
-        struct tally {
+struct tally {
     size_t inputs;
     size_t regressions;
     uint64_t ops;

@@ -5,9 +5,10 @@
  * Input format. A read past the end yields zeros and ends the run after the
  * operation being decoded, so every string of bytes is a valid input.
  *
- *   byte 0     layout (low 3 bits): 0 hier clock layout, 1 ms tick;
- *              1 hier 64x4, 1 ms; 2 hier 4x4, 1 us; 3 hier 3,7,2,5,11, 1 ns;
- *              4 hashed 512, 1 ms; 5 hashed 8, 7 ns; 6 hier and 7 hashed
+ *   byte 0     layout (low 3 bits): 0 to 5 the fixed layouts of the
+ *              differential tests (model_layouts: hier clock layout, 1 ms
+ *              tick; hier 64x4, 1 ms; hier 4x4, 1 us; hier 3,7,2,5,11,
+ *              1 ns; hashed 512, 1 ms; hashed 8, 7 ns); 6 hier and 7 hashed
  *              with a shape and tick read from the input (possibly refused:
  *              then only the answer of tw_create() is checked): 1 to 6
  *              levels of small counts, multiples of 64, powers of two or any
@@ -604,35 +605,34 @@ static void program(struct fuzz *f)
           ft->action % 10, ft->other % NTIMERS, ft->kind % 12);
 }
 
+/* The schedule and re-arm opcodes (0-5 and 15) and the form each takes;
+ * the others are decoded in op(). */
+static int sched_form(uint8_t code)
+{
+    static const signed char form[16] = {SCHEDULE, SCHEDULE, SCHEDULE_AFTER,
+                                         REARM,    REARM,    REARM_AFTER,
+                                         -1,       -1,       -1,
+                                         -1,       -1,       -1,
+                                         -1,       -1,       -1,
+                                         SCHEDULE};
+
+    return form[code % 16];
+}
+
+/* Decode and run one operation: an opcode byte and its operands. */
 static void op(struct fuzz *f)
 {
     uint8_t code = byte(f), a, kind;
+    int form = sched_form(code);
 
     f->st.ops++;
+    if (form >= 0) {
+        a = byte(f);
+        kind = byte(f);
+        sched(f, timer_of(f, a), (enum how)form, kind, num(f));
+        return;
+    }
     switch (code % 16) {
-    case 0:
-    case 1:
-    case 15:
-        a = byte(f);
-        kind = byte(f);
-        sched(f, timer_of(f, a), SCHEDULE, kind, num(f));
-        break;
-    case 2:
-        a = byte(f);
-        kind = byte(f);
-        sched(f, timer_of(f, a), SCHEDULE_AFTER, kind, num(f));
-        break;
-    case 3:
-    case 4:
-        a = byte(f);
-        kind = byte(f);
-        sched(f, timer_of(f, a), REARM, kind, num(f));
-        break;
-    case 5:
-        a = byte(f);
-        kind = byte(f);
-        sched(f, timer_of(f, a), REARM_AFTER, kind, num(f));
-        break;
     case 6:
         cancel(f, timer_of(f, byte(f)));
         break;
@@ -731,9 +731,13 @@ static void custom_layout(struct fuzz *f, enum tw_mode mode)
     f->cfg.tick_ns = tick_of(f, edge);
 }
 
+/* Layouts 0-5 are the model's fixed ones; 6 is a custom hierarchical
+ * layout, 7 a custom hashed one. */
 static enum tw_mode layout_mode(unsigned layout)
 {
-    return layout == 4 || layout == 5 || layout == 7 ? TW_HASHED : TW_HIER;
+    if (layout < MODEL_LAYOUTS)
+        return model_layouts[layout].mode;
+    return layout == 7 ? TW_HASHED : TW_HIER;
 }
 
 int fuzz_mode_of(const uint8_t *data, size_t size)
@@ -743,37 +747,14 @@ int fuzz_mode_of(const uint8_t *data, size_t size)
 
 static void choose_layout(struct fuzz *f, unsigned layout)
 {
-    static const uint32_t pow2[] = {64, 64, 64, 64}, tiny[] = {4, 4, 4, 4},
-                          odd[] = {3, 7, 2, 5, 11}, eight[] = {5};
+    if (layout < MODEL_LAYOUTS) {
+        const struct model_layout *l = &model_layouts[layout];
 
-    tw_config_init(&f->cfg, layout_mode(layout));
-    switch (layout) {
-    case 1:
-        f->cfg.slots = pow2;
-        f->cfg.levels = 4;
-        break;
-    case 2:
-        f->cfg.slots = tiny;
-        f->cfg.levels = 4;
-        f->cfg.tick_ns = 1000;
-        break;
-    case 3:
-        f->cfg.slots = odd;
-        f->cfg.levels = 5;
-        f->cfg.tick_ns = 1;
-        break;
-    case 5:
-        f->cfg.slots = eight;
-        f->cfg.levels = 1;
-        f->cfg.tick_ns = 7;
-        break;
-    case 6:
-    case 7:
-        custom_layout(f, f->cfg.mode);
-        break;
-    default:
-        break;
+        f->cfg = model_config(l->mode, l->slots, l->levels, l->tick_ns);
+        return;
     }
+    tw_config_init(&f->cfg, layout_mode(layout));
+    custom_layout(f, f->cfg.mode);
 }
 
 static void choose_start(struct fuzz *f)

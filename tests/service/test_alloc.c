@@ -76,29 +76,32 @@ static void works_and_goes(struct tw_service *s)
     cr_assert_eq(atomic_load(&alloc_log.bad_frees), 0);
 }
 
-/* Create fails at allocation 1, 2, ... until it succeeds; returns how many
- * allocations it makes. */
+struct create {
+    const struct tw_service_config *cfg;
+    struct tw_service *s;
+};
+
+static int try_create(void *ctx)
+{
+    struct create *c = ctx;
+    int err = 1;
+
+    c->s = tw_service_create(c->cfg, &err);
+    cr_assert_eq(c->s != NULL, err == 0, "service %p, err %d", (void *)c->s,
+                 err);
+    return err;
+}
+
+/* Create fails at allocation 1, 2, ... until it succeeds (each failure
+ * joins the threads it started and gives every block back); returns how
+ * many allocations it makes. */
 static unsigned long create_fails_cleanly(const struct tw_service_config *cfg)
 {
-    struct tw_service *s;
-    unsigned long k;
-    int err;
+    struct create c = {cfg, NULL};
+    unsigned long n = alloc_fail_each(try_create, &c);
 
-    for (k = 1;; k++) {
-        cr_assert_lt(k, 100, "create never succeeded");
-        alloc_fail_after(k);
-        err = 1;
-        s = tw_service_create(cfg, &err);
-        if (s)
-            break;
-        cr_assert_eq(err, -ENOMEM, "allocation %lu failed: err %d", k, err);
-        cr_assert_eq(alloc_live(), 0, "allocation %lu failed: %lu held", k,
-                     alloc_live());
-    }
-    cr_assert_eq(err, 0);
-    alloc_fail_after(0);
-    works_and_goes(s);
-    return k - 1;
+    works_and_goes(c.s);
+    return n;
 }
 
 /* The service, then its wheel's three blocks (hierarchical) or two
@@ -139,38 +142,46 @@ static int schedule(struct tw_service *s, enum how how, struct tw_handle **h)
     }
 }
 
-/* A schedule of each kind fails at allocation 1, 2, ... until it succeeds:
- * -ENOMEM, *out NULL, nothing held or counted, no release. The service
- * holds at most one timer, so a pending slot that a failure kept would
- * refuse the next schedule with -EAGAIN. Each timer then runs (twice for
- * the periodic ones) and is cancelled. */
-static void schedule_fails_cleanly(struct tw_service *s, enum how how)
-{
-    unsigned long held = alloc_live(), k;
-    struct tw_service_stats st = stats(s);
-    int before = atomic_load(&runs), rc;
+struct sched {
+    struct tw_service *s;
+    enum how how;
     struct tw_handle *h;
+    struct tw_service_stats before;
+};
 
-    for (k = 1;; k++) {
-        cr_assert_lt(k, 100, "schedule %d never succeeded", how);
-        alloc_fail_after(k);
-        h = (struct tw_handle *)s;
-        rc = schedule(s, how, &h);
-        if (rc == 0)
-            break;
-        cr_assert_eq(rc, -ENOMEM, "schedule %d, allocation %lu: %d", how, k,
-                     rc);
-        cr_assert_null(h);
-        cr_assert_eq(alloc_live(), held);
-        cr_assert_eq(stats(s).scheduled, st.scheduled);
-        cr_assert_eq(stats(s).pending, 0);
+/* One schedule; a failure must leave *out NULL, nothing counted, no timer
+ * held and no release called. */
+static int try_schedule(void *ctx)
+{
+    struct sched *c = ctx;
+    int rc;
+
+    c->h = (struct tw_handle *)c->s;
+    rc = schedule(c->s, c->how, &c->h);
+    if (rc) {
+        cr_assert_null(c->h);
+        cr_assert_eq(stats(c->s).scheduled, c->before.scheduled);
+        cr_assert_eq(stats(c->s).pending, 0);
         cr_assert_eq(atomic_load(&releases), 0);
     }
-    alloc_fail_after(0);
-    cr_assert_eq(k, 2, "schedule %d: one allocation, the handle", how);
+    return rc;
+}
+
+/* A schedule of each kind fails at allocation 1, 2, ... until it succeeds:
+ * -ENOMEM and nothing changed. The service holds at most one timer, so a
+ * pending slot that a failure kept would refuse the next schedule with
+ * -EAGAIN. Each timer then runs (twice for the periodic ones) and is
+ * cancelled. */
+static void schedule_fails_cleanly(struct tw_service *s, enum how how)
+{
+    struct sched c = {s, how, NULL, stats(s)};
+    int before = atomic_load(&runs);
+
+    cr_assert_eq(alloc_fail_each(try_schedule, &c), 1,
+                 "schedule %d: one allocation, the handle", how);
     wait_runs(before + (how == PERIODIC || how == SUBMIT ? 2 : 1));
-    cr_assert_geq(tw_handle_cancel(h), 0);
-    tw_handle_release(h);
+    cr_assert_geq(tw_handle_cancel(c.h), 0);
+    tw_handle_release(c.h);
 }
 
 static void schedules_fail_cleanly(enum tw_mode mode, unsigned threads)
