@@ -138,34 +138,47 @@ int tw__hier_layout(struct tw_wheel *w, const struct tw_config *cfg)
     return alloc_bitmaps(w);
 }
 
-/* Level k's revolution and digit for tick, when tick lies in no revolution
- * it had. */
-static void level_seek(struct tw_wheel *w, unsigned k, uint64_t tick)
+/* Move cur to e, in slot s of level k (which starts at tick start), with
+ * nothing pending below level k: each lower level starts the revolution
+ * that holds e, found from the top down with one division per level. */
+static void settle(struct tw_wheel *w, unsigned k, uint32_t s, uint64_t start,
+                   uint64_t e)
 {
-    struct tw__level *lv = &w->levels[k];
+    uint64_t b = start;
 
-    if (lv->span != UINT64_MAX)
-        set_base(w, k, tick - tick % lv->span);
-    lv->pos = (uint32_t)((tick - lv->base) / lv->width);
+    w->cur = e;
+    w->levels[k].pos = s;
+    for (unsigned j = k; j-- > 0;) {
+        struct tw__level *lv = &w->levels[j];
+
+        set_base(w, j, b);
+        lv->pos = (uint32_t)(j == 0 ? e - b : (e - b) / lv->width);
+        b += lv->pos * lv->width;
+    }
 }
 
-/* Move cur to target with no work in between: levels whose revolution
- * still contains target only change their digit, and the levels above the
- * first such level do not change at all. */
+/* Move cur to target with no work in between: the levels whose revolution
+ * still contains target only change their digit, the first of them
+ * included; those below it start the revolutions that hold target (they
+ * are empty, or there would be work before target), found from the top
+ * down with one division each (settle); the levels above do not change. */
 static void jump(struct tw_wheel *w, uint64_t target)
 {
+    unsigned k = 0;
+    struct tw__level *lv = w->levels;
+    uint32_t s;
+
     if (target == w->cur)
         return;
-    w->cur = target;
-    for (unsigned k = 0; k < w->nlevels; k++) {
-        struct tw__level *lv = &w->levels[k];
-
-        if (target <= lv->last) {
-            lv->pos = (uint32_t)((target - lv->base) / lv->width);
-            return;
-        }
-        level_seek(w, k, target);
+    while (target > lv->last)
+        lv++, k++;
+    if (k == 0) {
+        w->cur = target;
+        lv->pos = (uint32_t)(target - lv->base);
+        return;
     }
+    s = (uint32_t)((target - lv->base) / lv->width);
+    settle(w, k, s, lv->base + s * lv->width, target);
 }
 
 /* Move cur to the start of slot s of level k: every lower digit becomes 0,
@@ -284,25 +297,6 @@ static void demote_slot(struct tw_wheel *w, unsigned k, uint32_t s)
         else
             tw__hier_insert(w, t);
         n = next;
-    }
-}
-
-/* Move cur to e, in slot s of level k (which starts at tick start), with
- * nothing pending below level k: each lower level starts the revolution
- * that holds e, found from the top down with one division per level. */
-static void settle(struct tw_wheel *w, unsigned k, uint32_t s, uint64_t start,
-                   uint64_t e)
-{
-    uint64_t b = start;
-
-    w->cur = e;
-    w->levels[k].pos = s;
-    for (unsigned j = k; j-- > 0;) {
-        struct tw__level *lv = &w->levels[j];
-
-        set_base(w, j, b);
-        lv->pos = (uint32_t)(j == 0 ? e - b : (e - b) / lv->width);
-        b += lv->pos * lv->width;
     }
 }
 
