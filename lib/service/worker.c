@@ -346,6 +346,20 @@ static void track_lag(struct tw_service *s, uint64_t now, bool more)
     }
 }
 
+/* Sleep; if the queue was empty when we went to sleep, whatever waits
+ * after it came in since, so the lag counts from the wake-up (an idle
+ * worker is not behind). If timers already waited (they came in during a
+ * long advance or callback), the lag keeps counting from the last time the
+ * queue was empty. */
+static void sleep_then_count_lag(struct tw_service *s)
+{
+    bool empty = tw__mpsc_empty(&s->newq);
+
+    sleep_next(s);
+    if (empty)
+        s->drained_at = tw__svc_clock();
+}
+
 void *tw__worker_main(void *arg)
 {
     struct tw_service *s = arg;
@@ -366,7 +380,7 @@ void *tw__worker_main(void *arg)
         if (more)
             sched_yield(); /* let a half-done push finish */
         else
-            sleep_next(s);
+            sleep_then_count_lag(s);
     }
     return NULL;
 }

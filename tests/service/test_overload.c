@@ -104,6 +104,38 @@ Test(service_overload, lagging_worker_refuses_with_eagain, .timeout = 60)
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 
+/* The lag counts from when the worker last had an empty queue or woke: a
+ * burst of more than a turn's admission after an idle second is not
+ * refused for the second of idleness. */
+Test(service_overload, burst_after_idle_is_not_refused, .timeout = 60)
+{
+    struct tw_service_config cfg;
+    struct tw_service_stats st;
+    struct tw_service *s;
+    int err;
+
+    tw_service_config_init(&cfg, TW_HIER);
+    cfg.max_lag_ns = 500 * MS;
+    cfg.max_pending = 0;
+    s = tw_service_create(&cfg, &err);
+    cr_assert_not_null(s);
+    cr_assert_eq(tw_service_schedule(s, HOUR, nop_cb, NULL, NULL), 0);
+    sleep_ns(1000 * MS);
+    /* An hour out, these do not wake the sleeping worker: they pile up */
+    for (int i = 0; i < 120000; i++)
+        cr_assert_eq(tw_service_schedule(s, HOUR, nop_cb, NULL, NULL), 0,
+                     "refused at %d", i);
+    /* This one does; the worker then admits a turn's worth and finds more
+     * waiting, which came in after it fell asleep a second ago. */
+    cr_assert_eq(tw_service_schedule(s, 0, nop_cb, NULL, NULL), 0);
+    for (int i = 0; i < 50000; i++)
+        cr_assert_eq(tw_service_schedule(s, HOUR, nop_cb, NULL, NULL), 0,
+                     "refused at %d after the wake-up", i);
+    cr_assert_eq(tw_service_stats(s, &st), 0);
+    cr_assert_eq(st.rejected, 0);
+    cr_assert_eq(tw_service_destroy(s), 0);
+}
+
 /* max_pending is never exceeded, from two threads at once, and a slot
  * comes back when the service lets go of a timer. */
 struct filler {
