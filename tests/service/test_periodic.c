@@ -164,8 +164,14 @@ Test(service_periodic, catchup_skip_jumps_missed_periods)
      * at least 7 periods on. */
     cr_assert_gt(r.deadline[2], r.end[1]);
     cr_assert_geq(r.deadline[2] - r.deadline[1], 7 * period);
-    for (int k = 3; k < 12; k++)
-        cr_assert_eq(r.deadline[k] - r.deadline[k - 1], period);
+    /* Later runs stay on the grid, one period apart unless the machine
+     * stalled a run past the next point too (then SKIP jumps again): a
+     * loaded CI machine does that now and then, so only the grid and the
+     * direction are asserted. */
+    for (int k = 3; k < 12; k++) {
+        cr_assert_geq(r.deadline[k] - r.deadline[k - 1], period);
+        cr_assert_eq((r.deadline[k] - r.deadline[k - 1]) % period, 0);
+    }
 }
 
 Test(service_periodic, catchup_all_runs_every_missed_period)
