@@ -42,7 +42,6 @@
  * first.
  */
 #define _DEFAULT_SOURCE /* mallinfo2 */
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -67,31 +66,12 @@ static uint64_t delay_1ms_1h(uint64_t *seed)
     return MS + next_rand(seed) % (HOUR - MS + 1);
 }
 
-/* ---- scheduling under the service's bound --------------------------------- */
-
-/* Schedules refused with -EAGAIN (the service bounds how far its worker may
- * lag) and retried, since the last reset: each workload reports them. */
-static atomic_uint_fast64_t refused;
-
-/* tw_service_schedule(), retried after 100 us while the service refuses
- * with -EAGAIN, as a producer that must not drop the timer would; the
- * waiting counts in the producer's time. */
-static void put(struct tw_service *s, uint64_t delay, tw_service_callback *cb,
-                void *arg, struct tw_handle **out)
-{
-    int rc;
-
-    while ((rc = tw_service_schedule(s, delay, cb, arg, out)) == -EAGAIN) {
-        atomic_fetch_add_explicit(&refused, 1, memory_order_relaxed);
-        sleep_until(now_ns() + 100000);
-    }
-    must(rc, "schedule");
-}
+/* ---- refusals --------------------------------------------------------------- */
 
 static void emit_refused(const char *workload, const struct impl *im,
                          uint64_t n)
 {
-    emit(workload, im->name, n, "refused", (double)atomic_load(&refused), "1");
+    emit(workload, im->name, n, "refused", (double)refusals(), "1");
 }
 
 /* ---- sentinel: has the worker caught up? --------------------------------- */
@@ -138,7 +118,7 @@ static struct tw_service *fresh(const struct impl *im)
 {
     struct tw_service *s = make(im->mode, 0);
 
-    atomic_store(&refused, 0);
+    refusals_reset();
     atomic_store(&sentinels, 0);
     post_sentinel(s);
     await_sentinels(1);

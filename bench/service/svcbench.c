@@ -129,6 +129,32 @@ void must(int rc, const char *what)
     }
 }
 
+/* Schedules refused with -EAGAIN (the service bounds how far its worker may
+ * lag) and retried, since the last reset. */
+static atomic_uint_fast64_t refused;
+
+uint64_t refusals(void)
+{
+    return atomic_load(&refused);
+}
+
+void refusals_reset(void)
+{
+    atomic_store(&refused, 0);
+}
+
+void put(struct tw_service *s, uint64_t delay, tw_service_callback *cb,
+         void *arg, struct tw_handle **out)
+{
+    int rc;
+
+    while ((rc = tw_service_schedule(s, delay, cb, arg, out)) == -EAGAIN) {
+        atomic_fetch_add_explicit(&refused, 1, memory_order_relaxed);
+        sleep_until(now_ns() + 100000);
+    }
+    must(rc, "schedule");
+}
+
 void nop_cb(struct tw_handle *h, void *arg)
 {
     (void)h;
@@ -153,7 +179,7 @@ static void *produce(void *arg)
     for (uint64_t i = 0; i < p->count; i++) {
         uint64_t delay = MS + next_rand(&p->seed) % (99 * MS);
 
-        must(tw_service_schedule(p->s, delay, nop_cb, NULL, NULL), "schedule");
+        put(p->s, delay, nop_cb, NULL, NULL);
     }
     return NULL;
 }
@@ -219,9 +245,7 @@ static void latency(const struct impl *im, uint64_t length)
     l.ns = calloc(l.cap, sizeof(*l.ns));
     for (uint64_t i = 0; i < ms; i++) {
         for (uint64_t j = 0; j < per_ms; j++)
-            must(tw_service_schedule(s, MS + next_rand(&seed) % (49 * MS),
-                                     late_cb, &l, NULL),
-                 "schedule");
+            put(s, MS + next_rand(&seed) % (49 * MS), late_cb, &l, NULL);
         t += MS;
         sleep_until(t);
     }
@@ -256,8 +280,7 @@ static void idle(const struct impl *im, uint64_t length)
     uint64_t w0, t0, w1, t1;
 
     for (uint64_t i = 0; i < IDLE_TIMERS; i++)
-        must(tw_service_schedule(s, 3600 * SEC + i * 1000, nop_cb, NULL, NULL),
-             "schedule");
+        put(s, 3600 * SEC + i * 1000, nop_cb, NULL, NULL);
     sleep_until(now_ns() + 500 * MS); /* let the worker admit them */
     w0 = wakeups(s);
     t0 = now_ns();

@@ -47,6 +47,14 @@ void emit(const char *workload, const char *impl, uint64_t n,
 struct tw_service *make(enum tw_mode mode, unsigned threads);
 void must(int rc, const char *what);
 void nop_cb(struct tw_handle *h, void *arg);
+/* tw_service_schedule(), retried after 100 us while the service refuses
+ * with -EAGAIN (as a producer that must not drop the timer would; the wait
+ * counts in the caller's time); exits on any other error. */
+void put(struct tw_service *s, uint64_t delay, tw_service_callback *cb,
+         void *arg, struct tw_handle **out);
+/* Refusals retried by put() since refusals_reset(). */
+uint64_t refusals(void);
+void refusals_reset(void);
 
 /* The workloads of figures.c, run for one implementation. */
 void fig_schedule(const struct impl *im, const struct sizes *sz, int warmup);
