@@ -41,6 +41,9 @@ ALLOCLIB := $(if $(filter libc,$(ALLOC)),,-ljemalloc)
 CPPFLAGS_LIB := -Iinclude -DTW_BUILDING -D_POSIX_C_SOURCE=200809L $(ALLOCDEF)
 CFLAGS_LIB := $(WARN) $(OPT) $(SANFLAGS) -fPIC -fvisibility=hidden
 
+# The layers' rules come first; plain make still means all.
+.DEFAULT_GOAL := all
+
 # ---- the layers ------------------------------------------------------------
 # For each layer: its library's name, the layers below it that it links, and
 # the outside libraries it needs. Listed bottom-up.
