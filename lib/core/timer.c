@@ -140,27 +140,47 @@ TW_PUBLIC int tw_schedule_after(struct tw_wheel *w, struct tw_timer *t,
 TW_PUBLIC int tw_rearm(struct tw_wheel *w, struct tw_timer *t,
                        uint64_t deadline)
 {
-    struct tw_link *prev, *next;
+    const struct tw__place *p;
+    struct tw_link *prev, *next, *head;
+    uint64_t s, lo;
 
     if (!w || !t || !t->cb)
         return -EINVAL;
     next = t->link.next;
     prev = t->link.prev;
     /* Fast: a pending timer whose list keeps other timers (so no bit
-     * changes) moving to an occupied slot; unlinked and relinked with the
-     * count unchanged. place_fast() looks at the new slot before the timer
-     * leaves the old one: if the two are the same list, the timer is
-     * relinked at the tail, as a cancel and schedule would do. */
-    if (!next || prev == next || deadline <= w->fast_ns)
+     * changes), to a deadline placed in ns (place_fast() says why). */
+    if (!next || prev == next || deadline <= w->fast_ns ||
+        deadline > w->exact_ns)
         return rearm_slow(w, t, deadline);
+    p = w->place;
+    while (deadline > p->last_ns)
+        p++;
+    s = (deadline - p->org_ns) / p->width_ns;
+    lo = p->org_ns + s * p->width_ns; /* the new slot's first deadline */
+    /* Still in the same slot, as when an idle timeout moves a little
+     * later (Linux's mod_timer() does the same): only the deadline
+     * changes, and neither list neighbour is touched. A timer whose old
+     * deadline lies in the new slot's range is in that slot, if it is in
+     * the slots at all: the slot lies after cur, so an expired timer
+     * never matches. A deferred one may, and then stays deferred with
+     * its new deadline: the next advance re-examines every deferred
+     * timer and places it by its deadline (advance.c), where this one
+     * would have gone, and it is not due before then. */
+    if (t->deadline - lo < p->width_ns) {
+        t->deadline = deadline;
+        return 1;
+    }
+    head = p->slot0 + s;
+    if (tw__list_empty(head))
+        return rearm_slow(w, t, deadline);
+    /* Unlinked and relinked with the count unchanged; if the new slot is
+     * the timer's own list, it goes to the tail, as a cancel and
+     * schedule would put it. */
     prev->next = next;
     next->prev = prev;
-    if (!place_fast(w, t, deadline)) {
-        /* Put it back where it was for the general path. */
-        prev->next = &t->link;
-        next->prev = &t->link;
-        return rearm_slow(w, t, deadline);
-    }
+    t->deadline = deadline;
+    tw__list_push_back(head, &t->link);
     return 1;
 }
 

@@ -322,3 +322,78 @@ Test(hier, bounded_advance_stops_on_a_single_timers_tick)
     cr_assert_eq(b.fired, 1);
     tw_destroy(w);
 }
+
+/* A re-arm within the timer's own slot only changes its deadline: the
+ * list is untouched (the timer keeps its place), and it fires at the new
+ * deadline, also when that moves it to another tick of the slot. */
+Test(hier, rearm_within_its_slot_touches_no_neighbour)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec x, y;
+
+    rec_init(&x, w);
+    rec_init(&y, w);
+    cr_assert_eq(tw_schedule(w, &x.t, 5 * SEC + 100 * MS), 0); /* slot 5 */
+    cr_assert_eq(tw_schedule(w, &y.t, 5 * SEC + 200 * MS), 0);
+    cr_assert_eq(tw_rearm(w, &x.t, 5 * SEC + 900 * MS), 1);
+    cr_assert_eq(x.t.link.next, &y.t.link, "x kept its place before y");
+    cr_assert_eq(tw_timer_deadline(&x.t), 5 * SEC + 900 * MS);
+    wheel_ok(w);
+    cr_assert_eq(tw_advance(w, 5 * SEC + 899 * MS), 1);
+    cr_assert_eq(y.fired, 1);
+    cr_assert_eq(x.fired, 0);
+    cr_assert_eq(tw_advance(w, 5 * SEC + 900 * MS), 1);
+    cr_assert_eq(x.at, 5 * SEC + 900 * MS);
+    tw_destroy(w);
+}
+
+/* A deferred timer re-armed to a later deadline in the slot range of its
+ * old one stays on the deferred list (timer.c): the next advance must
+ * place it by its new deadline. */
+static struct rec *moved, *company;
+
+static void defer_then_move(struct tw_timer *t, void *arg)
+{
+    (void)t;
+    (void)arg;
+    /* The advance runs to 3.05 s: 3 s is deferred, 3.6 s is in the same
+     * level-1 slot (second 3) as 3 s. The company keeps the deferred
+     * list from emptying, which would take the general path. */
+    cr_assert_eq(tw_rearm(company->w, &company->t, 2 * SEC), 1);
+    cr_assert_eq(tw_rearm(moved->w, &moved->t, 3 * SEC), 1);
+    cr_assert_eq(moved->t.link.next, &moved->w->deferred);
+    cr_assert_eq(tw_rearm(moved->w, &moved->t, 3 * SEC + 600 * MS), 1);
+    cr_assert_eq(moved->t.link.next, &moved->w->deferred, "stayed deferred");
+    wheel_ok(moved->w);
+}
+
+Test(hier, rearm_of_a_deferred_timer_is_placed_by_the_next_advance)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec a, b, c;
+    struct tw_timer pin;
+
+    rec_init(&a, w);
+    rec_init(&b, w);
+    rec_init(&c, w);
+    moved = &b;
+    company = &c;
+    cr_assert_eq(tw_schedule(w, &c.t, 9 * SEC), 0);
+    tw_timer_init(&pin, defer_then_move, NULL);
+    cr_assert_eq(tw_schedule(w, &pin, 2 * SEC + 500 * MS), 0);
+    cr_assert_eq(tw_schedule(w, &a.t, 3 * SEC), 0);
+    cr_assert_eq(tw_schedule(w, &b.t, 9 * SEC), 0);
+    /* Bounded, so that each timer is demoted to its own tick and pin's
+     * callback sees cur at 2.5 s, with second 3 still a level-1 slot. */
+    cr_assert_eq(tw_advance_bounded(w, 3 * SEC + 50 * MS, 100), 2);
+    cr_assert_eq(a.fired, 1);
+    cr_assert_eq(b.fired, 0);
+    wheel_ok(w);
+    cr_assert_eq(tw_advance(w, 3 * SEC + 599 * MS), 1); /* c, deferred */
+    cr_assert_eq(c.fired, 1);
+    cr_assert_neq(b.t.link.next, &w->deferred, "placed by the advance");
+    cr_assert_eq(tw_advance(w, 3 * SEC + 600 * MS), 1);
+    cr_assert_eq(b.at, 3 * SEC + 600 * MS);
+    wheel_ok(w);
+    tw_destroy(w);
+}
