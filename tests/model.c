@@ -2,6 +2,8 @@
  * The reference model's arithmetic (see model.h): 128-bit, from the
  * contract, sharing nothing with lib/.
  */
+#include <errno.h>
+
 #include "model.h"
 
 __extension__ typedef unsigned __int128 u128;
@@ -30,6 +32,33 @@ struct tw_config model_config(enum tw_mode mode, const uint32_t *slots,
     }
     cfg.tick_ns = tick_ns;
     return cfg;
+}
+
+int model_expect(const struct model_state *m, bool rearm)
+{
+    if (rearm)
+        return m->pending;
+    return m->pending ? -EBUSY : 0;
+}
+
+size_t model_scheduled(struct model_state *m, const struct tw_config *cfg,
+                       uint64_t deadline, long call)
+{
+    size_t added = !m->pending;
+
+    m->pending = true;
+    m->deadline = deadline;
+    m->due = model_due(cfg, deadline);
+    m->sched_call = call;
+    return added;
+}
+
+int model_cancelled(struct model_state *m)
+{
+    int was = m->pending;
+
+    m->pending = false;
+    return was;
 }
 
 uint64_t model_due(const struct tw_config *cfg, uint64_t deadline)

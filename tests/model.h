@@ -8,12 +8,16 @@
  * contract in include/timewheel/core.h, in 128-bit arithmetic, and shares
  * no code with lib/. It answers when a deadline is due (its tick), which
  * tick an advance to a time reaches, where a tick begins, and whether
- * tw_create() must accept a configuration. It needs no test framework, so
+ * tw_create() must accept a configuration; it keeps its view of each timer
+ * (struct model_state) and says what schedule, re-arm and cancel must
+ * return. It needs no test framework, so
  * the libFuzzer build links it as it is.
  */
 #ifndef TW_TEST_MODEL_H
 #define TW_TEST_MODEL_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "timewheel/core.h"
@@ -48,6 +52,28 @@ struct model_layout {
 
 #define MODEL_LAYOUTS 6
 extern const struct model_layout model_layouts[MODEL_LAYOUTS];
+
+/* The model's view of one timer: set by model_scheduled() and
+ * model_cancelled(), cleared by the harness when the timer runs. */
+struct model_state {
+    bool pending;
+    uint64_t deadline; /* as scheduled, saturated */
+    uint64_t due;      /* its due tick (model_due()) */
+    long sched_call;   /* the advance call that scheduled it, -1 if none */
+};
+
+/* What tw_schedule() (rearm false) or tw_rearm() must return for a timer
+ * in state m: -EBUSY for a schedule of a pending timer, else 0, or 1 for a
+ * re-arm of a pending one. */
+int model_expect(const struct model_state *m, bool rearm);
+/* Record an accepted schedule or re-arm to deadline, made during advance
+ * call `call` (-1 outside one). Returns 1 if the timer was not pending
+ * (the count of pending timers grows), else 0. */
+size_t model_scheduled(struct model_state *m, const struct tw_config *cfg,
+                       uint64_t deadline, long call);
+/* Record a cancel. Returns what tw_cancel() must return: 1 if the timer was
+ * pending (the count shrinks), else 0. */
+int model_cancelled(struct model_state *m);
 
 /* The due tick of deadline: the first tick boundary at or after it,
  * counted from the start (0 for a deadline at or before the start). */

@@ -30,10 +30,7 @@ struct model_timer {
     struct tw_timer t;
     struct harness *h;
     size_t id;
-    bool pending;
-    uint64_t deadline;
-    uint64_t due;
-    long sched_call; /* advance call that scheduled it, -1 if none */
+    struct model_state m;
 };
 
 struct harness {
@@ -130,30 +127,20 @@ static void model_schedule(struct harness *h, struct model_timer *mt,
     int rc = rearm ? tw_rearm(h->w, &mt->t, deadline)
                    : tw_schedule(h->w, &mt->t, deadline);
 
-    if (!rearm && mt->pending) {
-        cr_assert_eq(rc, -EBUSY, "%s: schedule of a pending timer: %d", h->name,
-                     rc);
-        return;
-    }
-    cr_assert_eq(rc, rearm ? (int)mt->pending : 0, "%s: %s returned %d",
-                 h->name, rearm ? "rearm" : "schedule", rc);
-    if (!mt->pending)
-        h->pending++;
-    mt->pending = true;
-    mt->deadline = deadline;
-    mt->due = model_due(&h->cfg, deadline);
-    mt->sched_call = h->advancing ? h->call : -1;
+    cr_assert_eq(rc, model_expect(&mt->m, rearm), "%s: %s of a%s timer: %d",
+                 h->name, rearm ? "rearm" : "schedule",
+                 mt->m.pending ? " pending" : "n idle", rc);
+    if (rc >= 0)
+        h->pending += model_scheduled(&mt->m, &h->cfg, deadline,
+                                      h->advancing ? h->call : -1);
 }
 
 static void model_cancel(struct harness *h, struct model_timer *mt)
 {
-    int rc = tw_cancel(h->w, &mt->t);
+    int rc = tw_cancel(h->w, &mt->t), want = model_cancelled(&mt->m);
 
-    cr_assert_eq(rc, mt->pending ? 1 : 0, "%s: cancel returned %d", h->name,
-                 rc);
-    if (mt->pending)
-        h->pending--;
-    mt->pending = false;
+    cr_assert_eq(rc, want, "%s: cancel returned %d", h->name, rc);
+    h->pending -= (size_t)want;
 }
 
 static struct model_timer *any_timer(struct harness *h)
@@ -193,25 +180,25 @@ static void on_fire(struct tw_timer *t, void *arg)
 {
     struct model_timer *mt = arg;
     struct harness *h = mt->h;
-    uint64_t key = mt->due > h->prev_target ? mt->due : h->prev_target;
+    uint64_t key = mt->m.due > h->prev_target ? mt->m.due : h->prev_target;
 
     cr_assert(t == &mt->t && h->advancing, "%s: callback outside advance",
               h->name);
-    cr_assert(mt->pending, "%s: timer %zu fired but was not pending", h->name,
+    cr_assert(mt->m.pending, "%s: timer %zu fired but was not pending", h->name,
               mt->id);
     cr_assert(!tw_timer_pending(t), "%s: timer pending in its callback",
               h->name);
-    cr_assert(mt->sched_call != h->call,
+    cr_assert(mt->m.sched_call != h->call,
               "%s: timer %zu fired in the advance that scheduled it", h->name,
               mt->id);
-    cr_assert(mt->due <= h->target,
+    cr_assert(mt->m.due <= h->target,
               "%s: timer %zu early: due tick %" PRIu64 ", reached %" PRIu64,
-              h->name, mt->id, mt->due, h->target);
+              h->name, mt->id, mt->m.due, h->target);
     cr_assert(key >= h->last_key,
               "%s: timer %zu out of order: key %" PRIu64 " after %" PRIu64,
               h->name, mt->id, key, h->last_key);
     h->last_key = key;
-    mt->pending = false;
+    mt->m.pending = false;
     h->pending--;
     h->fired++;
     if (!h->quiet)
@@ -235,7 +222,7 @@ static void harness_init(struct harness *h, const char *name,
     for (size_t i = 0; i < ntimers; i++) {
         h->timers[i].h = h;
         h->timers[i].id = i;
-        h->timers[i].sched_call = -1;
+        h->timers[i].m.sched_call = -1;
         tw_timer_init(&h->timers[i].t, on_fire, &h->timers[i]);
     }
     h->rng = test_seed(name);
@@ -258,10 +245,10 @@ static void check_none_left(struct harness *h)
     for (size_t i = 0; i < h->ntimers; i++) {
         struct model_timer *mt = &h->timers[i];
 
-        cr_assert(!mt->pending || mt->due > h->target ||
-                      mt->sched_call == h->call,
+        cr_assert(!mt->m.pending || mt->m.due > h->target ||
+                      mt->m.sched_call == h->call,
                   "%s: timer %zu late: due tick %" PRIu64 " <= %" PRIu64,
-                  h->name, mt->id, mt->due, h->target);
+                  h->name, mt->id, mt->m.due, h->target);
     }
 }
 
@@ -316,8 +303,8 @@ static void check_next_deadline(struct harness *h)
         return;
     }
     for (size_t i = 0; i < h->ntimers; i++)
-        if (h->timers[i].pending && h->timers[i].due < first)
-            first = h->timers[i].due;
+        if (h->timers[i].m.pending && h->timers[i].m.due < first)
+            first = h->timers[i].m.due;
     bound = model_boundary(&h->cfg, first);
     bound = bound < now ? now : bound;
     cr_assert(nd >= now && nd <= bound,
@@ -331,7 +318,7 @@ static int count_visit(struct tw_timer *t, void *ctx)
     struct model_timer *mt = t->arg;
     size_t *n = ctx;
 
-    cr_assert(mt->pending, "visit reported a timer that is not pending");
+    cr_assert(mt->m.pending, "visit reported a timer that is not pending");
     cr_assert_eq(tw_cancel(mt->h->w, t), -EBUSY);
     ++*n;
     return 0;
@@ -343,9 +330,9 @@ static void check_all(struct harness *h)
 
     cr_assert_eq(tw_pending(h->w), h->pending, "%s: pending %zu, model %zu",
                  h->name, tw_pending(h->w), h->pending);
-    cr_assert_eq(tw_timer_pending(&mt->t), mt->pending);
-    if (mt->pending)
-        cr_assert_eq(tw_timer_deadline(&mt->t), mt->deadline);
+    cr_assert_eq(tw_timer_pending(&mt->t), mt->m.pending);
+    if (mt->m.pending)
+        cr_assert_eq(tw_timer_deadline(&mt->t), mt->m.deadline);
     cr_assert_eq(tw_check(h->w, h->why, sizeof(h->why)), 0,
                  "%s: after op %" PRIu64 ": %s", h->name, h->ops, h->why);
     check_next_deadline(h);

@@ -65,10 +65,7 @@ struct ftimer {
     struct tw_timer t;
     struct fuzz *f;
     unsigned id;
-    bool pending;      /* the model's view */
-    uint64_t deadline; /* as scheduled, saturated */
-    uint64_t due;      /* due tick, from the model's arithmetic */
-    long sched_call;   /* advance that scheduled it, -1 if none */
+    struct model_state m; /* the model's view */
     /* What its callback does (the "program" operation sets it). */
     uint8_t action;
     uint8_t other;
@@ -240,31 +237,26 @@ static void sched(struct fuzz *f, struct ftimer *ft, enum how how, uint8_t kind,
     }
     if (how == SCHEDULE_AFTER || how == REARM_AFTER)
         d = sat_add(f->now, delay);
-    want = rearm ? ft->pending : (ft->pending ? -EBUSY : 0);
+    want = model_expect(&ft->m, rearm);
     trace(f, "  %s %u at %llu: %d", how_name[how], ft->id,
           (unsigned long long)d, rc);
     CHECK(f, rc == want, "%s of timer %u (%s): %d, expected %d", how_name[how],
-          ft->id, ft->pending ? "pending" : "idle", rc, want);
-    if (rc < 0)
-        return;
-    if (!ft->pending)
-        f->pending++;
-    ft->pending = true;
-    ft->deadline = d;
-    ft->due = model_due(&f->cfg, d);
-    ft->sched_call = f->advancing ? f->call : -1;
+          ft->id, ft->m.pending ? "pending" : "idle", rc, want);
+    if (rc >= 0)
+        f->pending +=
+            model_scheduled(&ft->m, &f->cfg, d, f->advancing ? f->call : -1);
 }
 
 static void cancel(struct fuzz *f, struct ftimer *ft)
 {
     int rc = tw_cancel(f->w, &ft->t);
+    bool was = ft->m.pending;
+    int want = model_cancelled(&ft->m);
 
     trace(f, "  cancel %u: %d", ft->id, rc);
-    CHECK(f, rc == (ft->pending ? 1 : 0), "cancel of %s timer %u: %d",
-          ft->pending ? "pending" : "idle", ft->id, rc);
-    if (ft->pending)
-        f->pending--;
-    ft->pending = false;
+    CHECK(f, rc == want, "cancel of %s timer %u: %d", was ? "pending" : "idle",
+          ft->id, rc);
+    f->pending -= (size_t)want;
 }
 
 /* ---- visits ------------------------------------------------------------- */
@@ -278,7 +270,7 @@ struct visit {
 static struct ftimer *idle_timer(struct fuzz *f)
 {
     for (unsigned i = 0; i < NTIMERS; i++)
-        if (!f->timers[i].pending)
+        if (!f->timers[i].m.pending)
             return &f->timers[i];
     return NULL;
 }
@@ -316,7 +308,7 @@ static int visitor(struct tw_timer *t, void *ctx)
     CHECK(f, ours, "visit reported a timer that is not ours");
     if (!ours)
         return 1;
-    CHECK(f, ((struct ftimer *)t->arg)->pending,
+    CHECK(f, ((struct ftimer *)t->arg)->m.pending,
           "visit reported timer %u, which is not pending",
           ((struct ftimer *)t->arg)->id);
     if (v->n == 0)
@@ -386,26 +378,27 @@ static void on_fire(struct tw_timer *t, void *arg)
 {
     struct ftimer *ft = arg;
     struct fuzz *f = ft->f;
-    uint64_t key = ft->due > f->floor ? ft->due : f->floor;
+    uint64_t key = ft->m.due > f->floor ? ft->m.due : f->floor;
     char why[200] = "";
 
-    trace(f, "  fire %u (due tick %llu)", ft->id, (unsigned long long)ft->due);
+    trace(f, "  fire %u (due tick %llu)", ft->id,
+          (unsigned long long)ft->m.due);
     if (f->failed)
         return;
     CHECK(f, t == &ft->t && f->advancing, "callback outside an advance");
-    CHECK(f, ft->pending, "timer %u ran but was not pending", ft->id);
+    CHECK(f, ft->m.pending, "timer %u ran but was not pending", ft->id);
     CHECK(f, !tw_timer_pending(t), "timer %u pending in its callback", ft->id);
-    CHECK(f, ft->sched_call != f->call,
+    CHECK(f, ft->m.sched_call != f->call,
           "timer %u ran in the advance that scheduled it", ft->id);
-    CHECK(f, ft->due <= f->target,
+    CHECK(f, ft->m.due <= f->target,
           "timer %u early: due tick %llu, reached %llu", ft->id,
-          (unsigned long long)ft->due, (unsigned long long)f->target);
+          (unsigned long long)ft->m.due, (unsigned long long)f->target);
     CHECK(f, key >= f->last_key, "timer %u out of order: key %llu after %llu",
           ft->id, (unsigned long long)key, (unsigned long long)f->last_key);
     CHECK(f, tw_now(f->w) == f->now, "tw_now() in a callback");
     f->last_key = key;
-    f->last_due = ft->due;
-    ft->pending = false;
+    f->last_due = ft->m.due;
+    ft->m.pending = false;
     f->pending--;
     f->st.fired++;
     CHECK(f, tw_pending(f->w) == f->pending,
@@ -425,9 +418,10 @@ static void none_left(struct fuzz *f)
         const struct ftimer *ft = &f->timers[i];
 
         CHECK(f,
-              !ft->pending || ft->due > f->target || ft->sched_call == f->call,
+              !ft->m.pending || ft->m.due > f->target ||
+                  ft->m.sched_call == f->call,
               "timer %u late: due tick %llu, reached %llu", ft->id,
-              (unsigned long long)ft->due, (unsigned long long)f->target);
+              (unsigned long long)ft->m.due, (unsigned long long)f->target);
     }
 }
 
@@ -482,8 +476,8 @@ static uint64_t first_due(const struct fuzz *f)
     uint64_t first = UINT64_MAX;
 
     for (unsigned i = 0; i < NTIMERS; i++)
-        if (f->timers[i].pending && f->timers[i].due < first)
-            first = f->timers[i].due;
+        if (f->timers[i].m.pending && f->timers[i].m.due < first)
+            first = f->timers[i].m.due;
     return first;
 }
 
@@ -577,14 +571,14 @@ static void check_all(struct fuzz *f)
     for (unsigned i = 0; i < NTIMERS; i++) {
         const struct ftimer *ft = &f->timers[i];
 
-        CHECK(f, tw_timer_pending(&ft->t) == ft->pending,
+        CHECK(f, tw_timer_pending(&ft->t) == ft->m.pending,
               "timer %u pending %d, model %d", i, tw_timer_pending(&ft->t),
-              ft->pending);
-        if (ft->pending)
-            CHECK(f, tw_timer_deadline(&ft->t) == ft->deadline,
+              ft->m.pending);
+        if (ft->m.pending)
+            CHECK(f, tw_timer_deadline(&ft->t) == ft->m.deadline,
                   "timer %u deadline %llu, model %llu", i,
                   (unsigned long long)tw_timer_deadline(&ft->t),
-                  (unsigned long long)ft->deadline);
+                  (unsigned long long)ft->m.deadline);
     }
     rc = tw_check(f->w, why, sizeof(why));
     CHECK(f, rc == 0, "invariant: %s", why);
@@ -812,7 +806,7 @@ static bool setup(struct fuzz *f)
     for (unsigned i = 0; i < NTIMERS; i++) {
         f->timers[i].f = f;
         f->timers[i].id = i;
-        f->timers[i].sched_call = -1;
+        f->timers[i].m.sched_call = -1;
         tw_timer_init(&f->timers[i].t, on_fire, &f->timers[i]);
     }
     return true;
