@@ -196,13 +196,17 @@ static void move_to(struct tw_wheel *w, unsigned k, uint32_t s, uint64_t tick)
 void tw__hier_occupy(struct tw_wheel *w, unsigned k, uint32_t s)
 {
     const struct tw__level *lv = &w->levels[k];
-    uint64_t at = tw__tick_time(w, lv->base + s * lv->width);
 
     tw__bitmap_set(&w->levels[k].bits, s);
     w->occupied |= UINT64_C(1) << k;
-    /* Work at this slot's start: the idle advance must stop before it. */
-    if (at < w->idle_ns)
-        w->idle_ns = at;
+    /* Work at this slot's start: the idle advance must stop before it.
+     * While advancing (demotions) the bound is closed: nothing to do. */
+    if (w->idle_ns) {
+        uint64_t at = tw__tick_time(w, lv->base + s * lv->width);
+
+        if (at < w->idle_ns)
+            w->idle_ns = at;
+    }
 }
 
 uint64_t tw__hier_slot_slow(const struct tw_wheel *w, unsigned k, uint64_t d)
