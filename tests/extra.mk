@@ -145,7 +145,7 @@ soak-run:
 
 # ---- purgatory race at full size -------------------------------------------
 # The purgatory's race test (tests/purgatory/test_race.c) with the 10^6
-# operations of issue 11, optimised build, both expiry paths (worker and
+# operations the purgatory's design asks for, optimised build, both expiry paths (worker and
 # executor): about 9 s here. `make test` runs it with 40,000 so that it
 # stays within seconds under TSan and valgrind.
 PURGATORY_RACE_OPS ?= 1000000

@@ -1,6 +1,6 @@
 /*
  * NettyBench: Netty's HashedWheelTimer beside the timewheel service, on the
- * same figures, interleaved (issue 9). Run by `make bench-netty`
+ * same figures, interleaved. Run by `make bench-netty`
  * (bench/netty/netty.mk); docs/benchmarks.md, "Against Netty", shows a run.
  *
  * One JVM runs the whole comparison. It first warms Netty up (--warmup

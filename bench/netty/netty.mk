@@ -1,4 +1,4 @@
-# Netty's HashedWheelTimer beside the timewheel service (issue 9): the Java
+# Netty's HashedWheelTimer beside the timewheel service: the Java
 # harness in bench/netty/, included by the top Makefile after service.mk.
 #
 #   make bench-netty   install a JDK and Debian's Netty (DEPS_NETTY), build

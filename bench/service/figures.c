@@ -1,6 +1,6 @@
 /*
  * figures.c: the service's side of the comparison with Netty's
- * HashedWheelTimer (issue 9). bench/netty/NettyBench.java runs the same five
+ * HashedWheelTimer. bench/netty/NettyBench.java runs the same five
  * workloads through Netty, with the same random delays (xorshift64, the same
  * seeds), the same thread layout and the same readings, so that one row of
  * each side can be divided by the other:

@@ -1,5 +1,5 @@
 /*
- * svcbench: benchmarks of the threaded timer service (issue 4, issue 9).
+ * svcbench: benchmarks of the threaded timer service.
  *
  *   throughput  schedules per second from 1 and 2 producer threads
  *               (fire-and-forget timers due 1..100 ms out, so the worker

@@ -1,5 +1,5 @@
 /*
- * The loopback test of issue 10: a real server process (one of
+ * The loopback test: a real server process (one of
  * docs/examples/) on 127.0.0.1 and a client with 2,000 connections.
  *
  *   loopback SERVER_BINARY

@@ -1,5 +1,5 @@
 /*
- * The two traps of embedding the core in a loop (issue 10), each shown
+ * The two traps of embedding the core in a loop, each shown
  * closed by the recipe of docs/embedding.md and shown to exist without it,
  * so that the test could fail.
  *
