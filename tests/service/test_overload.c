@@ -56,7 +56,7 @@ static void stall_cb(struct tw_handle *h, void *arg)
  * are refused with -EAGAIN until it has. Repeated up to 5 times in case the
  * producer was descheduled through the whole window.
  */
-Test(service_overload, lagging_worker_refuses_with_eagain, .timeout = 60)
+Test(service_overload, lagging_worker_refuses_with_eagain)
 {
     struct tw_service_config cfg;
     struct tw_service_stats st;
@@ -107,7 +107,7 @@ Test(service_overload, lagging_worker_refuses_with_eagain, .timeout = 60)
 /* The lag counts from when the worker last had an empty queue or woke: a
  * burst of more than a turn's admission after an idle second is not
  * refused for the second of idleness. */
-Test(service_overload, burst_after_idle_is_not_refused, .timeout = 60)
+Test(service_overload, burst_after_idle_is_not_refused)
 {
     struct tw_service_config cfg;
     struct tw_service_stats st;
@@ -333,12 +333,11 @@ static void stats_under_load(enum tw_mode mode, unsigned threads)
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 
-Test(service_overload, stats_identity_in_every_sample_hier, .timeout = 30)
+Test(service_overload, stats_identity_in_every_sample_hier)
 {
     stats_under_load(TW_HIER, 0);
 }
-Test(service_overload, stats_identity_in_every_sample_hashed_executor,
-     .timeout = 30)
+Test(service_overload, stats_identity_in_every_sample_hashed_executor)
 {
     stats_under_load(TW_HASHED, 2);
 }
