@@ -1,5 +1,5 @@
 /*
- * The handle lifecycle of the service (issue 9): re-arm from any thread and
+ * The handle lifecycle of the service: re-arm from any thread and
  * from the handle's own callback, cancel-and-wait, the release hook,
  * absolute deadlines and the service's clock. Never-early and exact counts
  * are asserted strictly; lateness is not asserted (CI runs these on a

@@ -1,5 +1,5 @@
 /*
- * Overload and the counters of the service (issue 9): the defaults bound a
+ * Overload and the counters of the service: the defaults bound a
  * flood (back-pressure with -EAGAIN once the worker is more than max_lag
  * behind, at most max_pending timers held), a hashed tick under 1 ms is
  * raised to 1 ms, and tw_service_stats() keeps its identity in every

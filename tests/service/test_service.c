@@ -1,6 +1,5 @@
 /*
- * The threaded timer service (lib/service*.c): one test per behaviour of
- * issue 4. Order and never-early are asserted strictly; lateness only
+ * The threaded timer service (lib/service/): one test per behaviour. Order and never-early are asserted strictly; lateness only
  * loosely (LATE_NS), because CI runs these on a loaded two-core machine and
  * under the sanitizers.
  */

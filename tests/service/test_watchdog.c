@@ -1,5 +1,5 @@
 /*
- * The Redisson-style lock watchdog of issue 9, and a stress of the whole
+ * The Redisson-style lock watchdog, and a stress of the whole
  * handle lifecycle.
  *
  * Watchdog: 64 threads take a lock 10^5 times in all (10^4 under the
@@ -26,7 +26,7 @@
 #include "util.h"
 
 #define HOLDERS 64
-/* Lock cycles in all: the issue's 10^5, a tenth under the sanitizers
+/* Lock cycles in all: 10^5, a tenth under the sanitizers
  * (TSan makes each cycle about 12 times slower here). */
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define CYCLES 10000
