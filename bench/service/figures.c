@@ -74,6 +74,20 @@ static void emit_refused(const char *workload, const struct impl *im,
     emit(workload, im->name, n, "refused", (double)refusals(), "1");
 }
 
+/* The rows of a producer workload: n operations over wall_ns, the process's
+ * CPU time over them, the CPU time of the producers and the worker, and the
+ * refusals. */
+static void emit_rates(const char *name, const struct impl *im, uint64_t n,
+                       uint64_t wall_ns, uint64_t cpu_ns, uint64_t threads_ns)
+{
+    emit(name, im->name, n, "ops_per_s", (double)n * 1e9 / (double)wall_ns,
+         "1/s");
+    emit(name, im->name, n, "cpu_ns_per_op", (double)cpu_ns / (double)n, "ns");
+    emit(name, im->name, n, "cpu_ns_per_op_threads",
+         (double)threads_ns / (double)n, "ns");
+    emit_refused(name, im, n);
+}
+
 /* ---- sentinel: has the worker caught up? --------------------------------- */
 
 static atomic_int sentinels;  /* sentinel callbacks run */
@@ -221,13 +235,7 @@ static void run_schedule(const struct impl *im, uint64_t n, unsigned np,
         return;
     n = n / np * np;
     snprintf(name, sizeof(name), "schedule-%up", np);
-    emit(name, im->name, n, "ops_per_s", (double)n * 1e9 / (double)(t1 - t0),
-         "1/s");
-    emit(name, im->name, n, "cpu_ns_per_op", (double)(c1 - c0) / (double)n,
-         "ns");
-    emit(name, im->name, n, "cpu_ns_per_op_threads",
-         (double)(threads + w1 - w0) / (double)n, "ns");
-    emit_refused(name, im, n);
+    emit_rates(name, im, n, t1 - t0, c1 - c0, threads + w1 - w0);
 }
 
 void fig_schedule(const struct impl *im, const struct sizes *sz, int warmup)
@@ -307,13 +315,7 @@ static void run_cancel(const struct impl *im, uint64_t n, unsigned np,
         return;
     n = n / np * np;
     snprintf(name, sizeof(name), "%s-%up", rearm ? "rearm" : "cancel", np);
-    emit(name, im->name, n, "ops_per_s", (double)n * 1e9 / (double)(t1 - t0),
-         "1/s");
-    emit(name, im->name, n, "cpu_ns_per_op", (double)(c1 - c0) / (double)n,
-         "ns");
-    emit(name, im->name, n, "cpu_ns_per_op_threads",
-         (double)(threads + w1 - w0) / (double)n, "ns");
-    emit_refused(name, im, n);
+    emit_rates(name, im, n, t1 - t0, c1 - c0, threads + w1 - w0);
 }
 
 void fig_cancel(const struct impl *im, const struct sizes *sz, int warmup)
