@@ -409,6 +409,69 @@ static int stress(const struct impl *im, unsigned threads, uint64_t length)
     return bad;
 }
 
+/* ---- cancel-and-wait --------------------------------------------------- */
+
+#define CW_HANDLES 1000        /* periodic timers cancelled and waited for */
+#define CW_BUSY_NS (20 * 1000) /* each run's length: a short callback */
+
+/* A callback that keeps the worker busy for CW_BUSY_NS, so that some of the
+ * cancel-and-waits meet their timer running and must wait for it. */
+static void busy_cb(struct tw_handle *h, void *arg)
+{
+    uint64_t until = now_ns() + CW_BUSY_NS;
+
+    (void)h;
+    (void)arg;
+    while (now_ns() < until)
+        ;
+}
+
+static void emit_percentiles(const char *name, const struct impl *im,
+                             uint64_t *v, uint64_t n)
+{
+    qsort(v, n, sizeof(*v), cmp_u64);
+    emit(name, im->name, n, "p50_us", (double)v[n / 2] / 1e3, "us");
+    emit(name, im->name, n, "p99_us", (double)v[n * 99 / 100] / 1e3, "us");
+    emit(name, im->name, n, "max_us", (double)v[n - 1] / 1e3, "us");
+}
+
+/* Cancel-and-wait and release each handle, timing each call. */
+static void cancel_wait_all(struct tw_handle **h, uint64_t *lat)
+{
+    for (int i = 0; i < CW_HANDLES; i++) {
+        uint64_t t0 = now_ns();
+        int rc = tw_handle_cancel_wait(h[i]);
+
+        lat[i] = now_ns() - t0;
+        must(rc < 0 ? rc : 0, "cancel_wait");
+        tw_handle_release(h[i]);
+    }
+}
+
+/* How long tw_handle_cancel_wait() takes: on timers far from due (the
+ * common case: an answer came before the timeout), then on 1 ms periodic
+ * timers with 20 us callbacks, where a cancel may meet its timer running
+ * on the worker and wait for the run to finish. */
+static void cancelwait(const struct impl *im)
+{
+    struct tw_service *s = make(im->mode, 0);
+    struct tw_handle *h[CW_HANDLES];
+    uint64_t lat[CW_HANDLES], seed = 42;
+
+    for (int i = 0; i < CW_HANDLES; i++)
+        put(s, SEC + next_rand(&seed) % HOUR, nop_cb, NULL, &h[i]);
+    cancel_wait_all(h, lat);
+    emit_percentiles("cancelwait-pending", im, lat, CW_HANDLES);
+    for (int i = 0; i < CW_HANDLES; i++)
+        must(tw_service_schedule_periodic(s, MS, MS, TW_FIXED_RATE, busy_cb,
+                                          NULL, &h[i]),
+             "schedule_periodic");
+    sleep_until(now_ns() + 50 * MS);
+    cancel_wait_all(h, lat);
+    emit_percentiles("cancelwait-periodic", im, lat, CW_HANDLES);
+    must(tw_service_destroy(s), "destroy");
+}
+
 /* ---- driver -------------------------------------------------------------- */
 
 /* Workloads run when none is named; stress and the longer figures
@@ -448,7 +511,8 @@ static void open_csv(const char *path)
 
 static const char *const workloads[] = {
     "throughput", "latency", "idle",    "schedule", "cancel",
-    "rearm",      "memory",  "lateness", "wakeups", "stress"};
+    "rearm",      "memory",  "lateness", "wakeups", "stress",
+    "cancelwait"};
 
 static int usage(void)
 {
@@ -456,7 +520,7 @@ static int usage(void)
             "usage: svcbench [--quick] [--csv FILE] [--n N] [--warmup K] "
             "[--impl hier|hashed] [WORKLOAD...]\n"
             "WORKLOAD: throughput latency idle schedule cancel rearm "
-            "memory lateness wakeups stress\n");
+            "memory lateness wakeups stress cancelwait\n");
     return 2;
 }
 
@@ -493,6 +557,8 @@ static int run_impl(const struct impl *im, int argc, char **argv, int first,
         fig_lateness(im, sz);
     if (wanted(argc, argv, first, "wakeups"))
         fig_wakeups(im, sz);
+    if (wanted(argc, argv, first, "cancelwait"))
+        cancelwait(im);
     if (wanted(argc, argv, first, "stress")) {
         bad += stress(im, 0, sz->stress_ns);
         bad += stress(im, 2, sz->stress_ns);
