@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "model.h"
 #include "timewheel.h"
 
 __extension__ typedef unsigned __int128 u128;
@@ -149,11 +150,6 @@ struct core {
     uint64_t scheduled, ran, cancelled, rearmed, handed_back, pending;
 };
 
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-    return b > UINT64_MAX - a ? UINT64_MAX : a + b;
-}
-
 /* The tick boundary a deadline is due at (the contract's arithmetic). */
 static uint64_t due_at(const struct tw_config *cfg, uint64_t deadline)
 {
@@ -183,7 +179,7 @@ static uint64_t random_deadline(struct core *c)
         ticks = below(&c->rng, c->max_delay);
     else
         ticks = below(&c->rng, c->max_delay << 6);
-    return add_sat(now, ticks * tick + below(&c->rng, tick));
+    return sat_add(now, ticks * tick + below(&c->rng, tick));
 }
 
 static void core_schedule(struct core *c, struct ctimer *ct)
@@ -267,7 +263,7 @@ static void core_advance(struct core *c)
     budget = below(&c->rng, 10) == 0 ? 1 + below(&c->rng, 64) : 0;
     c->epoch++;
     c->stamp++;
-    c->now = add_sat(tw_now(c->w), step);
+    c->now = sat_add(tw_now(c->w), step);
     ran = budget ? tw_advance_bounded(c->w, c->now, budget)
                  : tw_advance(c->w, c->now);
     c->stamp++;
