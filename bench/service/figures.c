@@ -31,6 +31,10 @@
  *   wakeups      N timers due 1..2 h out, nothing else: the worker thread's
  *                voluntary context switches per second and its CPU time
  *                (/proc/self/task/TID, TID read by a callback on it).
+ *   flood        (timewheel only) two threads schedule as fast as the
+ *                service accepts for 3 s while a probe due 10 ms out is
+ *                scheduled every millisecond: the probes' lateness, and
+ *                how many schedules the default bounds refused.
  *
  * Each runs on a fresh service with the default configuration of the mode
  * (1 ms tick) and callbacks on the worker, as Netty runs its tasks. The
@@ -42,7 +46,9 @@
  * first.
  */
 #define _DEFAULT_SOURCE /* mallinfo2 */
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -404,8 +410,8 @@ static void await_probes(uint64_t count, uint64_t end)
         sleep_until(now_ns() + MS);
 }
 
-static void late_rows(const struct impl *im, uint64_t n, struct probe *pr,
-                      uint64_t count)
+static void late_rows(const char *name, const struct impl *im, uint64_t n,
+                      struct probe *pr, uint64_t count)
 {
     uint64_t *late = calloc(count, sizeof(*late)), k = 0;
 
@@ -414,13 +420,13 @@ static void late_rows(const struct impl *im, uint64_t n, struct probe *pr,
             late[k++] = pr[i].ran > pr[i].deadline ? pr[i].ran - pr[i].deadline
                                                    : 0;
     qsort(late, k, sizeof(*late), cmp_u64);
-    emit("lateness", im->name, n, "late_p50_us",
+    emit(name, im->name, n, "late_p50_us",
          k ? (double)late[k / 2] / 1e3 : 0, "us");
-    emit("lateness", im->name, n, "late_p99_us",
+    emit(name, im->name, n, "late_p99_us",
          k ? (double)late[k * 99 / 100] / 1e3 : 0, "us");
-    emit("lateness", im->name, n, "late_max_us",
+    emit(name, im->name, n, "late_max_us",
          k ? (double)late[k - 1] / 1e3 : 0, "us");
-    emit("lateness", im->name, n, "probes_not_run", (double)(count - k), "1");
+    emit(name, im->name, n, "probes_not_run", (double)(count - k), "1");
     free(late);
 }
 
@@ -449,8 +455,81 @@ void fig_lateness(const struct impl *im, const struct sizes *sz)
     }
     await_probes(count, t);
     must(tw_service_destroy(s), "destroy"); /* joins the worker */
-    late_rows(im, sz->timers, pr, count);
+    late_rows("lateness", im, sz->timers, pr, count);
     emit_refused("lateness", im, sz->timers);
+    free(pr);
+}
+
+/* ---- flood ------------------------------------------------------------------- */
+
+#define FLOOD_NS (3 * SEC)       /* how long two producers flood */
+#define FLOOD_PROBE_DELAY (10 * MS)
+
+struct flooder {
+    struct tw_service *s;
+    atomic_bool *stop;
+    uint64_t seed, scheduled, refused;
+};
+
+/* Schedule timers due 1..100 ms out as fast as the service takes them; a
+ * refusal is counted and retried after a yield, as a producer that must not
+ * drop work would. */
+static void *flood_thread(void *arg)
+{
+    struct flooder *f = arg;
+
+    while (!atomic_load_explicit(f->stop, memory_order_relaxed)) {
+        uint64_t delay = MS + next_rand(&f->seed) % (99 * MS);
+        int rc = tw_service_schedule(f->s, delay, nop_cb, NULL, NULL);
+
+        if (rc == -EAGAIN) {
+            f->refused++;
+            sched_yield();
+        } else {
+            must(rc, "schedule");
+            f->scheduled++;
+        }
+    }
+    return NULL;
+}
+
+/* Lateness under overload with the default configuration: two threads
+ * flood the service for FLOOD_NS while this thread schedules a probe due
+ * 10 ms out every millisecond. A probe's deadline counts from its first
+ * attempt, so a refusal shows as lateness. */
+void fig_flood(const struct impl *im, const struct sizes *sz)
+{
+    struct tw_service *s = make(im->mode, 0);
+    atomic_bool stop = false;
+    struct flooder f[2];
+    pthread_t tid[2];
+    uint64_t count = FLOOD_NS / MS, t = now_ns();
+    struct probe *pr = calloc(count, sizeof(*pr));
+
+    (void)sz;
+    atomic_store(&probes_run, 0);
+    refusals_reset();
+    for (int i = 0; i < 2; i++) {
+        f[i] = (struct flooder){.s = s, .stop = &stop, .seed = SEED + 7 * i};
+        pthread_create(&tid[i], NULL, flood_thread, &f[i]);
+    }
+    for (uint64_t k = 0; k < count; k++) {
+        pr[k].deadline = now_ns() + FLOOD_PROBE_DELAY;
+        put(s, FLOOD_PROBE_DELAY, probe_cb, &pr[k], NULL);
+        t += MS;
+        sleep_until(t);
+    }
+    atomic_store(&stop, true);
+    for (int i = 0; i < 2; i++)
+        pthread_join(tid[i], NULL);
+    await_probes(count, t);
+    must(tw_service_destroy(s), "destroy");
+    late_rows("flood", im, count, pr, count);
+    emit("flood", im->name, count, "flood_scheduled",
+         (double)(f[0].scheduled + f[1].scheduled), "1");
+    emit("flood", im->name, count, "flood_refused",
+         (double)(f[0].refused + f[1].refused), "1");
+    emit_refused("flood", im, count);
     free(pr);
 }
 

@@ -512,7 +512,7 @@ static void open_csv(const char *path)
 static const char *const workloads[] = {
     "throughput", "latency", "idle",    "schedule", "cancel",
     "rearm",      "memory",  "lateness", "wakeups", "stress",
-    "cancelwait"};
+    "cancelwait", "flood"};
 
 static int usage(void)
 {
@@ -520,7 +520,7 @@ static int usage(void)
             "usage: svcbench [--quick] [--csv FILE] [--n N] [--warmup K] "
             "[--impl hier|hashed] [WORKLOAD...]\n"
             "WORKLOAD: throughput latency idle schedule cancel rearm "
-            "memory lateness wakeups stress cancelwait\n");
+            "memory lateness wakeups stress cancelwait flood\n");
     return 2;
 }
 
@@ -557,6 +557,8 @@ static int run_impl(const struct impl *im, int argc, char **argv, int first,
         fig_lateness(im, sz);
     if (wanted(argc, argv, first, "wakeups"))
         fig_wakeups(im, sz);
+    if (wanted(argc, argv, first, "flood"))
+        fig_flood(im, sz);
     if (wanted(argc, argv, first, "cancelwait"))
         cancelwait(im);
     if (wanted(argc, argv, first, "stress")) {
