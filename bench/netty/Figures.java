@@ -65,6 +65,15 @@ final class Figures {
         return MS + Long.remainderUnsigned(next(seed), HOUR - MS + 1);
     }
 
+    /* The rows of a producer workload, as svcbench's emit_rates(): done
+     * operations over wallNs, the process's CPU time, and the CPU time of
+     * the producers and the worker. */
+    private void emitRates(String name, long done, long wallNs, long cpuNs, long threadsNs) {
+        emit(name, done, "ops_per_s", done * 1e9 / wallNs, "1/s");
+        emit(name, done, "cpu_ns_per_op", (double) cpuNs / done, "ns");
+        emit(name, done, "cpu_ns_per_op_threads", (double) threadsNs / done, "ns");
+    }
+
     private void emit(String workload, long n, String metric, double value, String unit) {
         if (!record)
             return;
@@ -221,9 +230,7 @@ final class Figures {
         timer.stop();
         long done = each * np, threads = Arrays.stream(cpu).sum() + w1 - w0;
         String name = "schedule-" + np + "p";
-        emit(name, done, "ops_per_s", done * 1e9 / (t1 - t0), "1/s");
-        emit(name, done, "cpu_ns_per_op", (double) (c1 - c0) / done, "ns");
-        emit(name, done, "cpu_ns_per_op_threads", (double) threads / done, "ns");
+        emitRates(name, done, t1 - t0, c1 - c0, threads);
     }
 
     /* ---- cancel ---- */
@@ -279,9 +286,7 @@ final class Figures {
         timer.stop();
         long done = (long) each * np, threads = Arrays.stream(cpu).sum() + w1 - w0;
         String name = (rearm ? "rearm-" : "cancel-") + np + "p";
-        emit(name, done, "ops_per_s", done * 1e9 / (t1 - t0), "1/s");
-        emit(name, done, "cpu_ns_per_op", (double) (c1 - c0) / done, "ns");
-        emit(name, done, "cpu_ns_per_op_threads", (double) threads / done, "ns");
+        emitRates(name, done, t1 - t0, c1 - c0, threads);
     }
 
     /* ---- memory ---- */
