@@ -145,8 +145,10 @@ static void *counted_alloc(void *ctx, size_t size)
             p = (char *)p + HEADER;
         }
     }
-    if (p)
+    if (p) {
         atomic_fetch_add(&alloc_log.allocs, 1);
+        atomic_store(&alloc_log.last_size, size);
+    }
     return p;
 }
 

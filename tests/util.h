@@ -58,6 +58,7 @@ struct alloc_log {
     atomic_ulong frees;     /* blocks given back */
     atomic_ulong bad_frees; /* given back with a size other than asked */
     atomic_ulong fail_at;   /* the call that fails; 0: none */
+    atomic_ulong last_size; /* size asked by the latest block handed out */
 };
 
 extern struct alloc_log alloc_log;

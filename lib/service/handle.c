@@ -38,27 +38,42 @@
 
 _Thread_local const struct tw_handle *tw__running;
 
+static struct tw_handle *alloc_handle(const struct tw_timer_spec *spec)
+{
+    struct tw__handle_long *l;
+
+    if (!spec->period && !spec->release)
+        return tw_alloc(sizeof(struct tw_handle));
+    l = tw_alloc(sizeof(*l));
+    if (!l)
+        return NULL;
+    l->tail.period = spec->period;
+    l->tail.release = spec->release;
+    l->h.flags = TW__HF_TAIL;
+    return &l->h;
+}
+
 struct tw_handle *tw__handle_new(struct tw_service *s,
                                  const struct tw_timer_spec *spec)
 {
-    struct tw_handle *h = tw_alloc(sizeof(*h));
+    struct tw_handle *h = alloc_handle(spec);
 
     /* Every field is set here or by the push that uses it (the queue
      * nodes), so the block is not zeroed first. */
     if (!h)
         return NULL;
+    if (!(spec->period || spec->release))
+        h->flags = 0;
+    if (spec->period && spec->kind == TW_FIXED_DELAY)
+        h->flags |= TW__HF_FIXED_DELAY;
     tw_timer_init(&h->timer, tw__worker_expire, spec->arg);
     h->qnode.next = NULL;
     h->cnode.next = NULL;
     h->svc = s;
     h->cb = spec->cb;
-    h->release = spec->release;
-    h->period = spec->period;
-    h->kind = (unsigned char)spec->kind;
     atomic_init(&h->deadline, spec->deadline);
     atomic_init(&h->word, TW__PENDING);
     atomic_init(&h->refs, 1);
-    atomic_init(&h->waiters, 0);
     atomic_init(&h->cq, 0);
     return h;
 }
@@ -75,7 +90,7 @@ void tw__handle_unref(struct tw_handle *h)
     tw__hb_release(h);
     if (atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) == 1) {
         tw__hb_acquire(h);
-        tw_free(h, sizeof(*h));
+        tw_free(h, tw__handle_size(h));
     }
 }
 
@@ -84,10 +99,8 @@ static uint32_t with(uint32_t w, int to, bool bump)
     return ((w & ~TW__ST_MASK) + (bump ? TW__GEN_ONE : 0)) | (uint32_t)to;
 }
 
-/* Move h from the word *w to state `to` (bumping the generation if bump);
- * on failure *w is the word found. Sequentially consistent, so that a
- * runner's move out of a running state and its look at `waiters` pair with
- * cancel-and-wait's increment and look at the word. */
+/* Move h from the word *w to state `to` (bumping the generation if bump),
+ * keeping TW__WAITERS; on failure *w is the word found. */
 bool tw__handle_cas(struct tw_handle *h, uint32_t *w, int to, bool bump)
 {
     bool won;
@@ -120,10 +133,13 @@ uint32_t tw__handle_settle(struct tw_handle *h)
     return w;
 }
 
-/* After a move out of a running state: wake any cancel-and-wait. */
-void tw__handle_wake(struct tw_handle *h)
+/* After a move out of a running state from word w: wake any
+ * cancel-and-wait. A waiter sets TW__WAITERS by compare-and-swap on the
+ * running word, so either it did so before our move (which then saw the
+ * bit in w) or its swap failed and it sees the new state itself. */
+void tw__handle_wake(struct tw_handle *h, uint32_t w)
 {
-    if (atomic_load_explicit(&h->waiters, memory_order_seq_cst))
+    if (w & TW__WAITERS)
         tw__futex_wake(&h->word);
 }
 
@@ -132,6 +148,8 @@ void tw__handle_wake(struct tw_handle *h)
 void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
                      enum tw__outcome why)
 {
+    tw_release_fn *release = tw__release(h);
+
     /* A cancelled one was counted, and its slot given back, when the cancel
      * won (gate.c). */
     if (why == TW__OUT_COMPLETED)
@@ -140,8 +158,8 @@ void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
         atomic_fetch_add_explicit(&s->returned, 1, memory_order_release);
     if (why != TW__OUT_CANCELLED)
         tw__gate_let_go(s);
-    if (h->release)
-        h->release(tw__arg(h));
+    if (release)
+        release(tw__arg(h));
     tw__handle_unref(h);
 }
 
@@ -160,15 +178,15 @@ static uint64_t mul_sat(uint64_t a, uint64_t b)
 uint64_t tw__handle_next_deadline(const struct tw_service *s,
                                   struct tw_handle *h, uint64_t now)
 {
-    uint64_t last = tw__deadline(h);
+    uint64_t last = tw__deadline(h), period = tw__period(h);
     uint64_t next;
 
-    if (h->kind == TW_FIXED_DELAY)
-        return tw__add_sat(now, h->period);
-    next = tw__add_sat(last, h->period);
+    if (tw__kind(h) == TW_FIXED_DELAY)
+        return tw__add_sat(now, period);
+    next = tw__add_sat(last, period);
     if (next > now || s->catchup == TW_CATCHUP_ALL)
         return next;
-    return tw__add_sat(last, mul_sat((now - last) / h->period + 1, h->period));
+    return tw__add_sat(last, mul_sat((now - last) / period + 1, period));
 }
 
 /* Send h's message through the cancel queue, unless one is queued already
@@ -218,7 +236,7 @@ TW_PUBLIC int tw_handle_cancel(struct tw_handle *h)
             break;
         case TW__RUNNING: /* a periodic timer would run again */
         case TW__RUN_AGAIN:
-            if (tw__st(w) == TW__RUNNING && !h->period)
+            if (tw__st(w) == TW__RUNNING && !tw__period(h))
                 return 0;
             if (tw__handle_cas(h, &w, TW__CANCELLING, false)) {
                 tw__gate_count_cancel(h->svc); /* the runner lets go */
@@ -240,13 +258,21 @@ static bool running(uint32_t w)
            st == TW__CANCEL_RUNNING;
 }
 
-/* Sleep until h's word is no longer w (or a spurious wake-up). */
+/* Sleep until h's running word w changes (or a spurious wake-up), having
+ * set TW__WAITERS so that the runner's move out of it wakes us. */
 static void wait_change(struct tw_handle *h, uint32_t w)
 {
-    atomic_fetch_add_explicit(&h->waiters, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&h->word, memory_order_seq_cst) == w)
-        tw__futex_wait(&h->word, w);
-    atomic_fetch_sub_explicit(&h->waiters, 1, memory_order_relaxed);
+    if (!(w & TW__WAITERS)) {
+        uint32_t flagged = w | TW__WAITERS;
+
+        tw__hb_release(h);
+        if (!atomic_compare_exchange_strong_explicit(&h->word, &w, flagged,
+                                                     memory_order_seq_cst,
+                                                     memory_order_acquire))
+            return; /* it moved meanwhile: look again */
+        w = flagged;
+    }
+    tw__futex_wait(&h->word, w);
 }
 
 TW_PUBLIC int tw_handle_cancel_wait(struct tw_handle *h)

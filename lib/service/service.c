@@ -267,8 +267,8 @@ static void hand_back(struct tw_handle *h, tw_handback_fn *fn, void *ctx)
         .cb = h->cb,
         .arg = tw__arg(h),
         .deadline = tw__deadline(h),
-        .period = h->period,
-        .kind = (enum tw_period)h->kind,
+        .period = tw__period(h),
+        .kind = tw__kind(h),
     };
 
     if (fn)

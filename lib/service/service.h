@@ -22,10 +22,11 @@
  * executor. tw_service_stop() takes over the worker's structures once it
  * has joined the worker and the executor.
  *
- * A handle's state word (32 bits: the state in the low 4, a generation
- * above, bumped by every re-arm) changes only by compare-and-swap, so every
- * race has a single winner; the generation makes a worker that read a
- * deadline and then claims the timer fail if a re-arm came in between:
+ * A handle's state word (32 bits: the state in the low 4, TW__WAITERS, a
+ * generation above, bumped by every re-arm) changes only by
+ * compare-and-swap, so every race has a single winner; the generation
+ * makes a worker that read a deadline and then claims the timer fail if a
+ * re-arm came in between:
  *
  *   PENDING --worker--> RUNNING (no executor) or DISPATCHED (executor)
  *   DISPATCHED --executor--> RUNNING
@@ -97,7 +98,12 @@ enum tw__hstate {
 };
 
 #define TW__ST_MASK 0xfu
-#define TW__GEN_ONE 0x10u
+/* Set by the first tw_handle_cancel_wait() that sleeps on the word, and
+ * kept: from then on whoever moves h out of a running state wakes the
+ * sleepers (handle.c). A bit of the word rather than a count beside it, so
+ * that the runner's compare-and-swap itself tells it whether to wake. */
+#define TW__WAITERS 0x10u
+#define TW__GEN_ONE 0x20u
 
 static inline int tw__st(uint32_t w)
 {
@@ -113,6 +119,18 @@ enum tw__outcome {
 
 struct tw_service;
 
+/*
+ * A handle is one allocation: struct tw_handle, followed by a struct
+ * tw__handle_tail only when the timer is periodic or has a release hook
+ * (TW__HF_TAIL says so; tw__handle_size() gives the size to free). The
+ * common one-shot timer thus pays for none of the tail's fields: 96 bytes,
+ * a jemalloc size class, against 112 with the tail.
+ */
+enum {
+    TW__HF_TAIL = 1,        /* a struct tw__handle_tail follows */
+    TW__HF_FIXED_DELAY = 2, /* kind is TW_FIXED_DELAY (else TW_FIXED_RATE) */
+};
+
 struct tw_handle {
     struct tw_timer timer; /* the core's node (worker-owned); its arg is
                               the callback's, read-only after creation */
@@ -123,20 +141,64 @@ struct tw_handle {
     struct cds_wfcq_node cnode; /* in cancelq (a message) */
     struct tw_service *svc;     /* touched only as the header comment says */
     tw_service_callback *cb;
-    tw_release_fn *release;
-    uint64_t period;           /* 0: one-shot */
     _Atomic uint64_t deadline; /* written under LOCKED (or before publishing) */
-    _Atomic uint32_t word;     /* enum tw__hstate | generation */
+    _Atomic uint32_t word;     /* enum tw__hstate | TW__WAITERS | generation */
     atomic_uint refs;
-    atomic_uint waiters;       /* threads in tw_handle_cancel_wait() */
-    unsigned char kind;        /* enum tw_period */
     atomic_uchar cq;           /* a message is in cancelq */
+    unsigned char flags;       /* TW__HF_*, set at creation */
+};
+
+/* What only periodic timers and those with a release hook carry. */
+struct tw__handle_tail {
+    uint64_t period; /* 0: one-shot */
+    tw_release_fn *release;
+};
+
+struct tw__handle_long {
+    struct tw_handle h;
+    struct tw__handle_tail tail;
 };
 
 #if defined(__x86_64__) || defined(__aarch64__)
-/* 112 B is a jemalloc size class: the whole cost of a pending timer. */
-_Static_assert(sizeof(struct tw_handle) <= 112, "a handle must fit 112 B");
+/* Both are jemalloc size classes: the whole cost of a pending timer.
+ * tests/service/test_layout.c checks the sizes the service allocates. */
+_Static_assert(sizeof(struct tw_handle) <= 96, "a handle must fit 96 B");
+_Static_assert(sizeof(struct tw__handle_long) <= 112,
+               "a handle with its tail must fit 112 B");
 #endif
+
+static inline const struct tw__handle_tail *tw__tail(const struct tw_handle *h)
+{
+    if (!(h->flags & TW__HF_TAIL))
+        return NULL;
+    return &TW_CONTAINER_OF(h, const struct tw__handle_long, h)->tail;
+}
+
+/* The size h was allocated with. */
+static inline size_t tw__handle_size(const struct tw_handle *h)
+{
+    return h->flags & TW__HF_TAIL ? sizeof(struct tw__handle_long)
+                                  : sizeof(struct tw_handle);
+}
+
+static inline uint64_t tw__period(const struct tw_handle *h)
+{
+    const struct tw__handle_tail *t = tw__tail(h);
+
+    return t ? t->period : 0;
+}
+
+static inline tw_release_fn *tw__release(const struct tw_handle *h)
+{
+    const struct tw__handle_tail *t = tw__tail(h);
+
+    return t ? t->release : NULL;
+}
+
+static inline enum tw_period tw__kind(const struct tw_handle *h)
+{
+    return h->flags & TW__HF_FIXED_DELAY ? TW_FIXED_DELAY : TW_FIXED_RATE;
+}
 
 /* How soon the worker must unlink a cancelled timer from the wheel. A
  * canceller wakes a worker that sleeps longer than this, and a worker that
@@ -276,7 +338,7 @@ void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
                      enum tw__outcome why);
 uint64_t tw__handle_next_deadline(const struct tw_service *s,
                                   struct tw_handle *h, uint64_t now);
-void tw__handle_wake(struct tw_handle *h);
+void tw__handle_wake(struct tw_handle *h, uint32_t w);
 
 /* wait.c */
 void tw__futex_wait(_Atomic uint32_t *word, uint32_t val);

@@ -2,10 +2,10 @@
  * Sleeping on a handle's 32-bit state word: Linux futexes, private to the
  * process. tw_handle_cancel_wait() sleeps while the word still holds the
  * running state it saw; the thread that moves the handle out of a running
- * state wakes every sleeper. The ordering itself is carried by the atomics
- * on the word and on `waiters` (see handle.c); the futex only parks the
- * thread, so a spurious or early return is harmless: the caller looks at
- * the word again.
+ * state wakes every sleeper. The ordering itself is carried by the
+ * compare-and-swaps on the word, TW__WAITERS included (see handle.c); the
+ * futex only parks the thread, so a spurious or early return is harmless:
+ * the caller looks at the word again.
  */
 #define _DEFAULT_SOURCE 1
 

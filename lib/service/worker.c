@@ -174,7 +174,7 @@ static void finish(struct tw_service *s, struct tw_handle *h)
         case TW__CANCEL_RUNNING:
             if (!tw__handle_cas(h, &w, TW__CANCELLED, false))
                 continue;
-            tw__handle_wake(h);
+            tw__handle_wake(h, w);
             tw__handle_drop(s, h, TW__OUT_CANCELLED);
             return;
         case TW__RUN_AGAIN:
@@ -182,10 +182,10 @@ static void finish(struct tw_service *s, struct tw_handle *h)
                 continue;
             break;
         default: /* TW__RUNNING */
-            if (!h->period) {
+            if (!tw__period(h)) {
                 if (!tw__handle_cas(h, &w, TW__DONE, false))
                     continue;
-                tw__handle_wake(h);
+                tw__handle_wake(h, w);
                 tw__handle_drop(s, h, TW__OUT_COMPLETED);
                 return;
             }
@@ -197,7 +197,7 @@ static void finish(struct tw_service *s, struct tw_handle *h)
             tw__handle_put(h, w, TW__PENDING, true);
             break;
         }
-        tw__handle_wake(h);
+        tw__handle_wake(h, w);
         requeue(s, h);
         return;
     }

@@ -6,6 +6,11 @@
  * left running, counters and the pending limit untouched, no release hook
  * called; the service works afterwards.
  *
+ * And the size of a handle, the whole memory of a pending timer: a plain
+ * one-shot timer's allocation must stay within HANDLE_BYTES, one with a
+ * period or a release hook within TAIL_BYTES (jemalloc size classes), and
+ * each is freed with the size it was allocated with.
+ *
  * The test allocator must be installed before the library's first
  * allocation in the process, so each test does it from .init (Criterion
  * runs every test in a process of its own).
@@ -216,4 +221,60 @@ Test(service_alloc, schedule_fails_cleanly_hier_on_worker, .init = counted)
 Test(service_alloc, schedule_fails_cleanly_hashed_on_pool, .init = counted)
 {
     schedules_fail_cleanly(TW_HASHED, 2);
+}
+
+/* The bounds of docs/service.md ("Handle lifetime and cancel"). */
+#define HANDLE_BYTES 96
+#define TAIL_BYTES 112
+
+static void ignore(struct tw_handle *h, void *arg)
+{
+    (void)h;
+    (void)arg;
+}
+
+/* Schedule spec an hour out and return the size of the one block that
+ * took; the handle is cancelled and released. */
+static unsigned long handle_bytes(struct tw_service *s,
+                                  struct tw_timer_spec spec)
+{
+    unsigned long calls = atomic_load(&alloc_log.calls), size;
+    struct tw_handle *h;
+
+    spec.deadline = tw_service_now(s) + 3600 * SEC;
+    spec.cb = ignore;
+    cr_assert_eq(tw_service_submit(s, &spec, &h), 0);
+    cr_assert_eq(atomic_load(&alloc_log.calls), calls + 1,
+                 "a schedule makes one allocation");
+    size = atomic_load(&alloc_log.last_size);
+    cr_assert_eq(tw_handle_cancel(h), 1);
+    tw_handle_release(h);
+    return size;
+}
+
+/* Guarded blocks: a handle that wrote past the size it asked for faults. */
+static void guarded(void)
+{
+    alloc_install(true);
+}
+
+Test(service_alloc, handles_fit_their_size_classes, .init = guarded)
+{
+    struct tw_service_config cfg;
+    struct tw_service *s;
+    unsigned long plain, periodic, hooked;
+
+    tw_service_config_init(&cfg, TW_HIER);
+    s = tw_service_create(&cfg, NULL);
+    cr_assert_not_null(s);
+    plain = handle_bytes(s, (struct tw_timer_spec){0});
+    periodic = handle_bytes(
+        s, (struct tw_timer_spec){.period = SEC, .kind = TW_FIXED_DELAY});
+    hooked = handle_bytes(s, (struct tw_timer_spec){.release = count_release});
+    cr_assert_leq(plain, HANDLE_BYTES, "one-shot handle: %lu B", plain);
+    cr_assert_leq(periodic, TAIL_BYTES, "periodic handle: %lu B", periodic);
+    cr_assert_leq(hooked, TAIL_BYTES, "handle with a hook: %lu B", hooked);
+    cr_assert_lt(plain, periodic, "a one-shot carries no period");
+    works_and_goes(s);
+    cr_assert_eq(atomic_load(&releases), 1);
 }
