@@ -163,7 +163,8 @@ TW_PUBLIC void tw_service_config_init(struct tw_service_config *cfg,
 
 /* Create a service and start its threads. Returns NULL on failure and
  * stores in err (when not NULL) -EINVAL (bad config, as tw_create(), or too
- * many threads), -ENOMEM or the error of pthread_create; 0 on success. */
+ * many threads), -ENOMEM, -EAGAIN (65,535 services are alive already) or
+ * the error of pthread_create; 0 on success. */
 TW_PUBLIC struct tw_service *
 tw_service_create(const struct tw_service_config *cfg, int *err);
 

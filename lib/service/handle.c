@@ -38,44 +38,55 @@
 
 _Thread_local const struct tw_handle *tw__running;
 
-static struct tw_handle *alloc_handle(const struct tw_timer_spec *spec)
+/* A handle of the right size for spec, its refs word holding one
+ * reference, the fixed flags and s's slot. */
+static struct tw_handle *alloc_handle(struct tw_service *s,
+                                      const struct tw_timer_spec *spec)
 {
+    uint32_t refs = 1 | (uint32_t)s->slot << TW__SLOT_SHIFT;
     struct tw__handle_long *l;
+    struct tw_handle *h;
 
-    if (!spec->period && !spec->release)
-        return tw_alloc(sizeof(struct tw_handle));
-    l = tw_alloc(sizeof(*l));
-    if (!l)
-        return NULL;
-    l->tail.period = spec->period;
-    l->tail.release = spec->release;
-    l->h.flags = TW__HF_TAIL;
-    return &l->h;
+    if (spec->period && spec->kind == TW_FIXED_DELAY)
+        refs |= TW__HF_FIXED_DELAY;
+    if (!spec->period && !spec->release) {
+        h = tw_alloc(sizeof(*h));
+    } else {
+        l = tw_alloc(sizeof(*l));
+        if (!l)
+            return NULL;
+        l->tail.period = spec->period;
+        l->tail.release = spec->release;
+        refs |= TW__HF_TAIL;
+        h = &l->h;
+    }
+    if (h)
+        atomic_init(&h->refs, refs);
+    return h;
 }
 
 struct tw_handle *tw__handle_new(struct tw_service *s,
                                  const struct tw_timer_spec *spec)
 {
-    struct tw_handle *h = alloc_handle(spec);
+    struct tw_handle *h = alloc_handle(s, spec);
 
     /* Every field is set here or by the push that uses it (the queue
      * nodes), so the block is not zeroed first. */
     if (!h)
         return NULL;
-    if (!(spec->period || spec->release))
-        h->flags = 0;
-    if (spec->period && spec->kind == TW_FIXED_DELAY)
-        h->flags |= TW__HF_FIXED_DELAY;
     tw_timer_init(&h->timer, tw__worker_expire, spec->arg);
     h->qnode.next = NULL;
     h->cnode.next = NULL;
-    h->svc = s;
     h->cb = spec->cb;
     atomic_init(&h->deadline, spec->deadline);
     atomic_init(&h->word, TW__PENDING);
-    atomic_init(&h->refs, 1);
-    atomic_init(&h->cq, 0);
     return h;
+}
+
+/* The caller's reference, taken before h is published. */
+void tw__handle_ref_unpublished(struct tw_handle *h)
+{
+    atomic_store_explicit(&h->refs, tw__fixed(h) + 1, memory_order_relaxed);
 }
 
 void tw__handle_ref(struct tw_handle *h)
@@ -88,7 +99,8 @@ void tw__handle_ref(struct tw_handle *h)
 void tw__handle_unref(struct tw_handle *h)
 {
     tw__hb_release(h);
-    if (atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) == 1) {
+    if ((atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) &
+         TW__REF_MASK) == 1) {
         tw__hb_acquire(h);
         tw_free(h, tw__handle_size(h));
     }
@@ -193,7 +205,8 @@ uint64_t tw__handle_next_deadline(const struct tw_service *s,
  * (the worker reads the state and deadline only after taking it out). */
 static bool send_message(struct tw_service *s, struct tw_handle *h)
 {
-    if (atomic_exchange_explicit(&h->cq, 1, memory_order_acq_rel))
+    if (atomic_fetch_or_explicit(&h->refs, TW__REF_CQ, memory_order_acq_rel) &
+        TW__REF_CQ)
         return false;
     tw__handle_ref(h);
     tw__mpsc_push(&s->cancelq, &h->cnode);
@@ -205,7 +218,7 @@ static bool send_message(struct tw_service *s, struct tw_handle *h)
  * woken the worker if need be. */
 static void cancel_pending(struct tw_handle *h, uint32_t w)
 {
-    struct tw_service *s = h->svc;
+    struct tw_service *s = tw__svc(h);
 
     tw__gate_count_cancel(s);
     if (send_message(s, h))
@@ -229,7 +242,7 @@ TW_PUBLIC int tw_handle_cancel(struct tw_handle *h)
             break;
         case TW__DISPATCHED: /* the executor lets go of it */
             if (tw__handle_cas(h, &w, TW__CANCELLING, false)) {
-                tw__gate_count_cancel(h->svc);
+                tw__gate_count_cancel(tw__svc(h));
                 tw__handle_put(h, w, TW__CANCELLED, false);
                 return 1;
             }
@@ -239,7 +252,7 @@ TW_PUBLIC int tw_handle_cancel(struct tw_handle *h)
             if (tw__st(w) == TW__RUNNING && !tw__period(h))
                 return 0;
             if (tw__handle_cas(h, &w, TW__CANCELLING, false)) {
-                tw__gate_count_cancel(h->svc); /* the runner lets go */
+                tw__gate_count_cancel(tw__svc(h)); /* the runner lets go */
                 tw__handle_put(h, w, TW__CANCEL_RUNNING, false);
                 return 1;
             }
@@ -302,7 +315,7 @@ TW_PUBLIC int tw_handle_cancel_wait(struct tw_handle *h)
  * (the worker puts it back when the old deadline comes). */
 static void rearm_earlier(struct tw_handle *h, uint64_t deadline)
 {
-    struct tw_service *s = h->svc;
+    struct tw_service *s = tw__svc(h);
 
     /* Written only when not already set: a stream of re-arms does not
      * bounce the line with the worker. */

@@ -93,6 +93,7 @@ static void init_sync(struct tw_service *s)
 
 static void free_service(struct tw_service *s)
 {
+    tw__registry_remove(s);
     tw__exec_destroy(&s->exec);
     pthread_cond_destroy(&s->wake);
     pthread_mutex_destroy(&s->stop_lock);
@@ -123,6 +124,8 @@ static int start(struct tw_service *s, const struct tw_service_config *cfg)
     tw__mpsc_init(&s->cancelq);
     init_sync(s);
     rc = make_wheel(s, cfg);
+    if (!rc)
+        rc = tw__registry_add(s);
     if (!rc)
         rc = tw__exec_start(s, cfg->executor_threads);
     if (!rc) {
@@ -166,7 +169,7 @@ static int submit(struct tw_service *s, struct tw__stripe *st,
         return -ENOMEM;
     }
     if (out) {
-        atomic_store_explicit(&h->refs, 2, memory_order_relaxed);
+        tw__handle_ref_unpublished(h);
         *out = h;
     }
     atomic_fetch_add_explicit(&st->accepted, 1, memory_order_relaxed);

@@ -9,6 +9,7 @@
  *   gate.c      what producers pass through: stop's gate, back-pressure,
  *               the striped counters and tw_service_stats()
  *   wait.c      sleeping on a handle's state word (cancel-and-wait)
+ *   registry.c  the live services by slot: a handle's way to its service
  *   mpsc.h      the lock-free queue from producers to the worker
  *   tsan.h      telling a user's ThreadSanitizer about our orderings
  *
@@ -50,7 +51,7 @@
  * queue, or the thread running the callback. Whoever holds custody of a
  * cancelled handle drops it. The cancel queue carries messages, not
  * custody: "this handle was cancelled" or "this handle was re-armed to an
- * earlier deadline"; each message holds a reference of its own, and `cq`
+ * earlier deadline"; each message holds a reference of its own, and TW__REF_CQ
  * says whether one is queued, so a handle is never in the queue twice.
  *
  * A re-arm to a later deadline only writes the deadline: when the wheel
@@ -63,10 +64,11 @@
  * for each message in cancelq. Whoever drops the last frees the handle.
  *
  * Lifetime of the service against cancellers and re-armers: they touch the
- * service only while they hold CANCELLING or LOCKED. A service thread (and
- * stop) that meets either waits until it is gone before letting go of the
- * handle, so once stop has returned no caller can still be inside the
- * service, and destroy may free it.
+ * service only while they hold CANCELLING or LOCKED, and find it through
+ * the slot their handle names in the registry (registry.c). A service
+ * thread (and stop) that meets either waits until it is gone before letting
+ * go of the handle, so once stop has returned no caller can still be
+ * inside the service, and destroy may free it and give its slot back.
  */
 #ifndef TW_SERVICE_H
 #define TW_SERVICE_H
@@ -123,13 +125,21 @@ struct tw_service;
  * A handle is one allocation: struct tw_handle, followed by a struct
  * tw__handle_tail only when the timer is periodic or has a release hook
  * (TW__HF_TAIL says so; tw__handle_size() gives the size to free). The
- * common one-shot timer thus pays for none of the tail's fields: 96 bytes,
- * a jemalloc size class, against 112 with the tail.
+ * common one-shot timer thus pays for none of the tail's fields: 80 bytes,
+ * a jemalloc size class, against 96 with the tail.
+ *
+ * The 32-bit `refs` word holds, besides the reference count in its low
+ * byte, what the handle would otherwise spend bytes of padding on: the
+ * cancel-queue flag (TW__REF_CQ), two flags fixed at creation and the slot of
+ * its service in the registry (registry.c), which stands for a pointer to
+ * the service. Adding or taking one reference leaves the rest alone: the
+ * count never exceeds a handful (the caller, the service, one message).
  */
-enum {
-    TW__HF_TAIL = 1,        /* a struct tw__handle_tail follows */
-    TW__HF_FIXED_DELAY = 2, /* kind is TW_FIXED_DELAY (else TW_FIXED_RATE) */
-};
+#define TW__REF_MASK 0xffu
+#define TW__REF_CQ 0x100u         /* a message is in cancelq */
+#define TW__HF_TAIL 0x200u        /* a struct tw__handle_tail follows */
+#define TW__HF_FIXED_DELAY 0x400u /* kind TW_FIXED_DELAY (else FIXED_RATE) */
+#define TW__SLOT_SHIFT 16         /* the service's slot: the top 16 bits */
 
 struct tw_handle {
     struct tw_timer timer; /* the core's node (worker-owned); its arg is
@@ -139,13 +149,10 @@ struct tw_handle {
         struct tw_handle *next;     /* or in a list of the service's */
     };
     struct cds_wfcq_node cnode; /* in cancelq (a message) */
-    struct tw_service *svc;     /* touched only as the header comment says */
     tw_service_callback *cb;
     _Atomic uint64_t deadline; /* written under LOCKED (or before publishing) */
     _Atomic uint32_t word;     /* enum tw__hstate | TW__WAITERS | generation */
-    atomic_uint refs;
-    atomic_uchar cq;           /* a message is in cancelq */
-    unsigned char flags;       /* TW__HF_*, set at creation */
+    _Atomic uint32_t refs;     /* count | TW__REF_CQ | TW__HF_* | slot */
 };
 
 /* What only periodic timers and those with a release hook carry. */
@@ -161,15 +168,23 @@ struct tw__handle_long {
 
 #if defined(__x86_64__) || defined(__aarch64__)
 /* Both are jemalloc size classes: the whole cost of a pending timer.
- * tests/service/test_layout.c checks the sizes the service allocates. */
-_Static_assert(sizeof(struct tw_handle) <= 96, "a handle must fit 96 B");
-_Static_assert(sizeof(struct tw__handle_long) <= 112,
-               "a handle with its tail must fit 112 B");
+ * service_alloc/handles_fit_their_size_classes checks the sizes the service
+ * allocates. */
+_Static_assert(sizeof(struct tw_handle) <= 80, "a handle must fit 80 B");
+_Static_assert(sizeof(struct tw__handle_long) <= 96,
+               "a handle with its tail must fit 96 B");
 #endif
+
+/* The bits of h's refs word that never change after creation. */
+static inline uint32_t tw__fixed(const struct tw_handle *h)
+{
+    return atomic_load_explicit(&((struct tw_handle *)h)->refs,
+                                memory_order_relaxed);
+}
 
 static inline const struct tw__handle_tail *tw__tail(const struct tw_handle *h)
 {
-    if (!(h->flags & TW__HF_TAIL))
+    if (!(tw__fixed(h) & TW__HF_TAIL))
         return NULL;
     return &TW_CONTAINER_OF(h, const struct tw__handle_long, h)->tail;
 }
@@ -177,8 +192,8 @@ static inline const struct tw__handle_tail *tw__tail(const struct tw_handle *h)
 /* The size h was allocated with. */
 static inline size_t tw__handle_size(const struct tw_handle *h)
 {
-    return h->flags & TW__HF_TAIL ? sizeof(struct tw__handle_long)
-                                  : sizeof(struct tw_handle);
+    return tw__fixed(h) & TW__HF_TAIL ? sizeof(struct tw__handle_long)
+                                      : sizeof(struct tw_handle);
 }
 
 static inline uint64_t tw__period(const struct tw_handle *h)
@@ -197,7 +212,7 @@ static inline tw_release_fn *tw__release(const struct tw_handle *h)
 
 static inline enum tw_period tw__kind(const struct tw_handle *h)
 {
-    return h->flags & TW__HF_FIXED_DELAY ? TW_FIXED_DELAY : TW_FIXED_RATE;
+    return tw__fixed(h) & TW__HF_FIXED_DELAY ? TW_FIXED_DELAY : TW_FIXED_RATE;
 }
 
 /* How soon the worker must unlink a cancelled timer from the wheel. A
@@ -239,7 +254,8 @@ struct tw__exec {
 };
 
 struct tw_service {
-    void *base; /* what tw_alloc() returned: s is aligned to a cache line */
+    void *base;    /* what tw_alloc() returned: s is aligned to a cache line */
+    unsigned slot; /* in the registry: its handles' way back to it */
     /* Read by every producer, written rarely. */
     atomic_bool closed; /* stop has begun: the gate refuses */
     atomic_bool behind; /* the worker is more than max_lag behind: refuse */
@@ -330,6 +346,7 @@ static inline struct tw_handle *tw__hlist_pop(struct tw__hlist *l)
 struct tw_handle *tw__handle_new(struct tw_service *s,
                                  const struct tw_timer_spec *spec);
 void tw__handle_ref(struct tw_handle *h);
+void tw__handle_ref_unpublished(struct tw_handle *h);
 void tw__handle_unref(struct tw_handle *h);
 uint32_t tw__handle_settle(struct tw_handle *h);
 bool tw__handle_cas(struct tw_handle *h, uint32_t *w, int to, bool bump);
@@ -343,6 +360,21 @@ void tw__handle_wake(struct tw_handle *h, uint32_t w);
 /* wait.c */
 void tw__futex_wait(_Atomic uint32_t *word, uint32_t val);
 void tw__futex_wake(_Atomic uint32_t *word);
+
+/* registry.c: the live services by slot, so that a handle names its
+ * service in 16 bits of its refs word instead of an 8-byte pointer. */
+#define TW__SLOTS 65536u /* slot 0 is never given: "none" */
+extern _Atomic(struct tw_service *) tw__registry[TW__SLOTS];
+int tw__registry_add(struct tw_service *s);
+void tw__registry_remove(struct tw_service *s);
+
+/* h's service. Only while the service holds h (see the header comment):
+ * once the service is destroyed its slot may name another service. */
+static inline struct tw_service *tw__svc(const struct tw_handle *h)
+{
+    return atomic_load_explicit(&tw__registry[tw__fixed(h) >> TW__SLOT_SHIFT],
+                                memory_order_acquire);
+}
 
 /* The callback's argument: kept in the core's timer, whose own callback
  * (tw__worker_expire) finds the handle around the timer instead. */

@@ -95,7 +95,7 @@ static void take_message(struct tw_service *s, struct tw_handle *h)
 {
     uint32_t w;
 
-    atomic_store_explicit(&h->cq, 0, memory_order_seq_cst);
+    atomic_fetch_and_explicit(&h->refs, ~TW__REF_CQ, memory_order_seq_cst);
     w = tw__handle_settle(h);
     if (tw_timer_pending(&h->timer)) {
         if (tw__st(w) == TW__CANCELLED) {
@@ -218,7 +218,7 @@ void tw__worker_run(struct tw_service *s, struct tw_handle *h)
 void tw__worker_expire(struct tw_timer *t, void *arg)
 {
     struct tw_handle *h = TW_CONTAINER_OF(t, struct tw_handle, timer);
-    struct tw_service *s = h->svc;
+    struct tw_service *s = tw__svc(h);
     int to = s->exec.nthreads ? TW__DISPATCHED : TW__RUNNING;
 
     (void)arg; /* the callback's, not ours */

@@ -1,0 +1,116 @@
+/*
+ * The registry of live services (lib/service/registry.c): a handle names
+ * its service by a slot instead of a pointer. Handles of two services
+ * reach their own; a slot given again after a destroy does not lead an old
+ * handle into the new service; and a full registry makes
+ * tw_service_create() answer -EAGAIN, taking nothing.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+
+#include "../../lib/service/service.h"
+#include "timewheel.h"
+#include "util.h"
+
+static void nop(struct tw_handle *h, void *arg)
+{
+    (void)h;
+    (void)arg;
+}
+
+static struct tw_service *service(void)
+{
+    struct tw_service_config cfg;
+    struct tw_service *s;
+
+    tw_service_config_init(&cfg, TW_HIER);
+    s = tw_service_create(&cfg, NULL);
+    cr_assert_not_null(s);
+    return s;
+}
+
+static uint64_t cancelled(struct tw_service *s)
+{
+    struct tw_service_stats st;
+
+    cr_assert_eq(tw_service_stats(s, &st), 0);
+    return st.cancelled;
+}
+
+static struct tw_handle *hour_out(struct tw_service *s)
+{
+    struct tw_handle *h;
+
+    cr_assert_eq(tw_service_schedule(s, 3600 * SEC, nop, NULL, &h), 0);
+    return h;
+}
+
+Test(service_registry, handles_reach_their_own_service)
+{
+    struct tw_service *a = service(), *b = service();
+    struct tw_handle *ha = hour_out(a), *hb = hour_out(b);
+
+    cr_assert_eq(tw_handle_cancel(hb), 1);
+    cr_assert_eq(cancelled(a), 0);
+    cr_assert_eq(cancelled(b), 1);
+    cr_assert_eq(tw_handle_cancel(ha), 1);
+    cr_assert_eq(cancelled(a), 1);
+    cr_assert_eq(cancelled(b), 1);
+    tw_handle_release(ha);
+    tw_handle_release(hb);
+    cr_assert_eq(tw_service_destroy(a), 0);
+    cr_assert_eq(tw_service_destroy(b), 0);
+}
+
+/* a's slot is the lowest free one when c is created, so c takes it; a's
+ * handle, handed back by the destroy, must not reach c. */
+Test(service_registry, old_handle_never_reaches_the_slots_next_service)
+{
+    struct tw_service *a = service(), *c;
+    struct tw_handle *h = hour_out(a);
+
+    cr_assert_eq(tw_service_destroy(a), 0);
+    c = service();
+    cr_assert_eq(tw_handle_query(h), TW_HANDLE_RETURNED);
+    cr_assert_eq(tw_handle_cancel(h), 0);
+    cr_assert_eq(tw_handle_rearm(h, SEC), 0);
+    cr_assert_eq(tw_handle_cancel_wait(h), 0);
+    cr_assert_eq(cancelled(c), 0);
+    tw_handle_release(h);
+    cr_assert_eq(tw_service_destroy(c), 0);
+}
+
+/* Every slot taken by a stand-in: create answers -EAGAIN and holds
+ * nothing; once one slot is free again, create works. */
+Test(service_registry, create_reports_eagain_when_full)
+{
+    static struct tw_service fake;
+    struct tw_service_config cfg;
+    struct tw_service *s;
+    unsigned taken = 0;
+    int err = 0;
+
+    alloc_install(false);
+    while (tw__registry_add(&fake) == 0)
+        taken++;
+    cr_assert_eq(taken, TW__SLOTS - 1);
+    tw_service_config_init(&cfg, TW_HIER);
+    cfg.tick_ns = 0;
+    cr_assert_null(tw_service_create(&cfg, &err));
+    cr_assert_eq(err, -EINVAL, "a bad config is still -EINVAL: %d", err);
+    cfg.tick_ns = TW_DEFAULT_TICK_NS;
+    cr_assert_null(tw_service_create(&cfg, &err));
+    cr_assert_eq(err, -EAGAIN);
+    cr_assert_eq(alloc_live(), 0, "%lu blocks held", alloc_live());
+    fake.slot = TW__SLOTS / 2;
+    tw__registry_remove(&fake);
+    s = tw_service_create(&cfg, &err);
+    cr_assert_not_null(s, "err %d", err);
+    cr_assert_eq(s->slot, TW__SLOTS / 2);
+    cr_assert_eq(tw_service_destroy(s), 0);
+    for (unsigned i = 1; i < TW__SLOTS; i++) {
+        fake.slot = i;
+        tw__registry_remove(&fake);
+    }
+    cr_assert_eq(alloc_live(), 0);
+}
