@@ -82,7 +82,25 @@ enum tw_mode {
 };
 
 struct tw_timer;
-struct tw_wheel; /* opaque */
+struct tw_wheel; /* opaque but for its head, below */
+
+/*
+ * The first bytes of every struct tw_wheel, public only so that
+ * tw_advance() can be inline (see it below). Read-only for the caller: use
+ * tw_now() for the time. Part of the ABI of libtimewheel.so.0: a program
+ * built against this header reads them directly, so the two fields open
+ * every wheel in this order, and changing that needs a new soname.
+ *   now      the wheel's time, as tw_now() answers it;
+ *   idle_ns  an advance to a time in [now, idle_ns) has nothing to do: no
+ *            timer is due and no level needs work before it. The library
+ *            keeps it no later than the next piece of work and at 0 while
+ *            anything else must happen (a due or deferred timer, an advance
+ *            or visit running).
+ */
+struct tw_wheel_head {
+    uint64_t now;
+    uint64_t idle_ns;
+};
 
 /* A callback runs on the thread that called tw_advance(); when it runs, the
  * timer is no longer pending and may be scheduled again at once. */
@@ -264,21 +282,62 @@ TW_PUBLIC uint64_t tw_now(const struct tw_wheel *w);
 /* Number of pending timers, including those due and not yet run. NULL: 0. */
 TW_PUBLIC size_t tw_pending(const struct tw_wheel *w);
 
+/* The general advance behind tw_advance() and tw_advance_bounded(), with
+ * every check of their contract. Not an API of its own: call those. */
+TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
+                              uint64_t max_run);
+
+#ifdef TW__ADVANCE_EXTERN
+/* Only lib/core/advance.c, which defines the exported twins of the two
+ * inline functions below. */
+TW_PUBLIC int64_t tw_advance(struct tw_wheel *w, uint64_t now);
+TW_PUBLIC int64_t tw_advance_bounded(struct tw_wheel *w, uint64_t now,
+                                     uint64_t max_run);
+#else
 /*
  * Advance the wheel to time now and run every callback that is due, in
  * order of due tick. Returns how many ran, or a negative code changing
  * nothing: -EINVAL (NULL w), -ERANGE (now is earlier than tw_now(w)),
  * -EBUSY (called from a callback or visitor of this wheel).
+ *
+ * Inline: an advance to a time before the next piece of work (the head's
+ * idle_ns) only records the time and returns 0, with no call, since an
+ * event loop ticking through empty time makes millions of them; any other
+ * goes to tw__advance(). The library also exports tw_advance and
+ * tw_advance_bounded as functions that answer exactly the same, for
+ * bindings that cannot use an inline function (ctypes, bindgen, dlsym).
  */
-TW_PUBLIC int64_t tw_advance(struct tw_wheel *w, uint64_t now);
+static inline int64_t tw_advance(struct tw_wheel *w, uint64_t now)
+{
+    /* struct tw_wheel opens with its head (C11 6.7.2.1: a pointer to a
+     * struct, suitably converted, points to its first member). */
+    struct tw_wheel_head *h = (struct tw_wheel_head *)(void *)w;
+
+    if (w && now < h->idle_ns && now >= h->now) {
+        h->now = now;
+        return 0;
+    }
+    return tw__advance(w, now, UINT64_MAX);
+}
 
 /*
  * As tw_advance(), but run at most max_run callbacks; timers left over stay
  * due and run first on the next advance (with the same or a later now), so
- * a burst can be spread across calls. max_run 0 is -EINVAL.
+ * a burst can be spread across calls. max_run 0 is -EINVAL. Inline, as
+ * tw_advance().
  */
-TW_PUBLIC int64_t tw_advance_bounded(struct tw_wheel *w, uint64_t now,
-                                     uint64_t max_run);
+static inline int64_t tw_advance_bounded(struct tw_wheel *w, uint64_t now,
+                                         uint64_t max_run)
+{
+    struct tw_wheel_head *h = (struct tw_wheel_head *)(void *)w;
+
+    if (w && now < h->idle_ns && now >= h->now && max_run) {
+        h->now = now;
+        return 0;
+    }
+    return tw__advance(w, now, max_run);
+}
+#endif
 
 /*
  * The time by which tw_advance() must next be called: tw_now(w) if a timer

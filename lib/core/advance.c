@@ -17,7 +17,22 @@
  * is deferred (timer.c), so an advance always ends. A bounded advance stops
  * after max_run callbacks with the wheel's tick wherever it got to; the next
  * advance carries on from there, the leftover expired timers first.
+ *
+ * Most advances of an event loop reach no work. The wheel's head
+ * (struct tw_wheel_head, public in timewheel/core.h) holds idle_ns, the
+ * time before which an advance has nothing to do, set at the end of each
+ * general advance (idle_until) and lowered by anything that brings work
+ * earlier. tw_advance() and tw_advance_bounded() are inline in the header:
+ * before idle_ns they only record the time, in the caller's code; any other
+ * advance calls tw__advance() here. The exported functions of the same
+ * names, at the end of this file, make the same check for callers that
+ * cannot inline.
  */
+/* This file defines the exported twins of the inline tw_advance() and
+ * tw_advance_bounded() (timewheel/core.h): the header declares them as
+ * functions here instead of defining them inline. */
+#define TW__ADVANCE_EXTERN 1
+
 #include <errno.h>
 
 #include "insert.h"
@@ -62,24 +77,29 @@ static bool collect_next(struct tw_wheel *w, uint64_t target, bool batch)
                               : tw__hashed_collect(w, target);
 }
 
-/* The time before which an advance has nothing to do: the boundary of the
- * next piece of work in the hierarchical wheel's slots, while the due lists
- * are empty; 0 (never) otherwise, and always for the hashed wheel, which
- * must walk every tick. */
+/* The time before which an advance has nothing to do, while the due lists
+ * are empty (0, never, otherwise): for the hierarchical wheel the boundary
+ * of the next piece of work in its slots; for the hashed wheel, which must
+ * walk every tick while anything is pending, the boundary of the next tick,
+ * so that only advances within the tick already reached take the inline
+ * path. */
 static uint64_t idle_until(const struct tw_wheel *w)
 {
     uint64_t tick;
 
-    if (w->mode != TW_HIER || !tw__list_empty(&w->expired) ||
-        !tw__list_empty(&w->deferred))
+    if (!tw__list_empty(&w->expired) || !tw__list_empty(&w->deferred))
         return 0;
+    if (w->mode == TW_HASHED)
+        return w->cur < w->max_tick ? tw__tick_time(w, w->cur + 1) : UINT64_MAX;
     tick = tw__hier_next_tick(w);
     return tick == UINT64_MAX ? UINT64_MAX : tw__tick_time(w, tick);
 }
 
-/* The general advance: every check, then the driver described above. Out
- * of line, so that the idle path below saves no register. */
-__attribute__((noinline)) static int64_t advance_slow(struct tw_wheel *w, uint64_t now, uint64_t max_run)
+/* The general advance: every check, then the driver described above.
+ * Exported for the inline advances of timewheel/core.h, which call it
+ * whenever the wheel's head says there may be work. */
+TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
+                              uint64_t max_run)
 {
     uint64_t target, ran = 0;
 
@@ -87,12 +107,12 @@ __attribute__((noinline)) static int64_t advance_slow(struct tw_wheel *w, uint64
         return -EINVAL;
     if (w->busy)
         return -EBUSY;
-    if (now < w->now)
+    if (now < w->head.now)
         return -ERANGE;
     if (max_run > INT64_MAX)
         max_run = INT64_MAX;
-    w->now = now;
-    w->idle_ns = 0; /* closes the fast path below until the end */
+    w->head.now = now;
+    w->head.idle_ns = 0; /* closes the inline path until the end */
     target = tw__time_tick(w, now);
     flush_deferred(w);
     tw__set_defer(w, tw__tick_time(w, target));
@@ -105,38 +125,36 @@ __attribute__((noinline)) static int64_t advance_slow(struct tw_wheel *w, uint64
     w->busy &= ~TW__ADVANCING;
     /* Outside an advance only ticks up to cur are due (timer.c). */
     tw__set_defer(w, tw__tick_time(w, w->cur));
-    w->idle_ns = idle_until(w);
+    w->head.idle_ns = idle_until(w);
     return (int64_t)ran;
 }
 
 /*
- * An advance to a time before idle_ns has nothing to do, and takes one
- * comparison: it records the time and leaves cur where it was. That is
- * safe because nothing lies between: no slot holds work at or before the
- * target tick, the due lists are empty, and idle_ns is 0 while an advance
- * or a visit runs (so -EBUSY still comes from the general path). A timer
- * scheduled afterwards with a deadline the wheel's time has passed but cur
- * has not is placed at its own due tick, which the next advance reaches
- * first: it runs at the next advance, as the contract says. Anything that
- * may bring work earlier lowers idle_ns: a slot that stops being empty
- * (tw__hier_occupy) or a deferred timer (timer.c); removing work leaves it
- * low, which only sends the next advance down the general path.
+ * The inline advances of timewheel/core.h: an advance to a time before
+ * idle_ns has nothing to do, and only records the time, leaving cur where
+ * it was. That is safe because nothing lies between: no slot holds work at
+ * or before the target tick, the due lists are empty, and idle_ns is 0
+ * while an advance or a visit runs (so -EBUSY still comes from the general
+ * path). A timer scheduled afterwards with a deadline the wheel's time has
+ * passed but cur has not is placed at its own due tick, which the next
+ * advance reaches first: it runs at the next advance, as the contract says.
+ * Anything that may bring work earlier lowers idle_ns: a slot that stops
+ * being empty (tw__hier_occupy) or a deferred timer (timer.c); removing
+ * work leaves it low, which only sends the next advance down the general
+ * path. The functions below are the same check, exported for callers that
+ * cannot inline (bindings, programs built against 0.1.0).
  */
 TW_PUBLIC int64_t tw_advance_bounded(struct tw_wheel *w, uint64_t now,
                                      uint64_t max_run)
 {
-    if (w && now < w->idle_ns && now >= w->now && max_run) {
-        w->now = now;
+    if (w && now < w->head.idle_ns && now >= w->head.now && max_run) {
+        w->head.now = now;
         return 0;
     }
-    return advance_slow(w, now, max_run);
+    return tw__advance(w, now, max_run);
 }
 
 TW_PUBLIC int64_t tw_advance(struct tw_wheel *w, uint64_t now)
 {
-    if (w && now < w->idle_ns && now >= w->now) {
-        w->now = now;
-        return 0;
-    }
-    return advance_slow(w, now, UINT64_MAX);
+    return tw_advance_bounded(w, now, UINT64_MAX);
 }

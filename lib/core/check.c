@@ -72,19 +72,22 @@ static int check_defer(const struct tw_wheel *w, char *why, size_t len)
 }
 
 /* The idle bound must never pass work: no later than the next piece of
- * work in the slots, 0 while a due list holds timers or the wheel is
- * busy, and always 0 for the hashed wheel. */
+ * work in the slots (for the hashed wheel, the next tick), and 0 while a
+ * due list holds timers or the wheel is busy. */
 static int check_idle(const struct tw_wheel *w, char *why, size_t len)
 {
     uint64_t tick;
 
-    if (w->idle_ns == 0)
+    if (w->head.idle_ns == 0)
         return 0;
-    if (w->busy || w->mode != TW_HIER || !tw__list_empty(&w->expired) ||
+    if (w->busy || !tw__list_empty(&w->expired) ||
         !tw__list_empty(&w->deferred))
         return tw__fail(why, len, "idle bound open with work due");
-    tick = tw__hier_next_tick(w);
-    if (tick != UINT64_MAX && w->idle_ns > tw__tick_time(w, tick))
+    if (w->mode == TW_HASHED)
+        tick = w->cur < w->max_tick ? w->cur + 1 : UINT64_MAX;
+    else
+        tick = tw__hier_next_tick(w);
+    if (tick != UINT64_MAX && w->head.idle_ns > tw__tick_time(w, tick))
         return tw__fail(why, len, "idle bound past the next work");
     return 0;
 }
@@ -110,7 +113,7 @@ TW_PUBLIC int tw_check(const struct tw_wheel *w, char *why, size_t len)
 
     if (!w)
         return -EINVAL;
-    if (w->cur > tw__time_tick(w, w->now))
+    if (w->cur > tw__time_tick(w, w->head.now))
         return tw__fail(why, len, "cur is ahead of the wheel's time");
     rc = check_counts(w, why, len);
     if (!rc)

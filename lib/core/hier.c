@@ -201,11 +201,11 @@ void tw__hier_occupy(struct tw_wheel *w, unsigned k, uint32_t s)
     w->occupied |= UINT64_C(1) << k;
     /* Work at this slot's start: the idle advance must stop before it.
      * While advancing (demotions) the bound is closed: nothing to do. */
-    if (w->idle_ns) {
+    if (w->head.idle_ns) {
         uint64_t at = tw__tick_time(w, lv->base + s * lv->width);
 
-        if (at < w->idle_ns)
-            w->idle_ns = at;
+        if (at < w->head.idle_ns)
+            w->head.idle_ns = at;
     }
 }
 

@@ -40,7 +40,7 @@ static void place(struct tw_wheel *w, struct tw_timer *t, uint64_t deadline)
     t->deadline = deadline;
     if (deadline <= w->defer_ns) {
         tw__list_push_back(&w->deferred, &t->link);
-        w->idle_ns = 0; /* the next advance must flush it */
+        w->head.idle_ns = 0; /* the next advance must flush it */
     } else
         tw__insert(w, t);
     w->count++;
@@ -115,7 +115,7 @@ __attribute__((noinline)) static int rearm_slow(struct tw_wheel *w,
 
 static uint64_t after(const struct tw_wheel *w, uint64_t delay)
 {
-    return delay > UINT64_MAX - w->now ? UINT64_MAX : w->now + delay;
+    return delay > UINT64_MAX - w->head.now ? UINT64_MAX : w->head.now + delay;
 }
 
 TW_PUBLIC int tw_schedule(struct tw_wheel *w, struct tw_timer *t,

@@ -90,12 +90,13 @@ static int build(struct tw_wheel *w, const struct tw_config *given)
     w->mode = cfg.mode;
     w->tick_ns = cfg.tick_ns;
     w->start_ns = cfg.start_ns;
-    w->now = cfg.start_ns;
+    w->head.now = cfg.start_ns;
     w->max_tick = tw__due_tick(w, UINT64_MAX);
     w->tick_limit = (UINT64_MAX - w->start_ns) / w->tick_ns;
     tw__set_defer(w, w->start_ns); /* the boundary of tick 0 */
-    /* Empty: the hierarchical wheel may skip any advance (advance.c). */
-    w->idle_ns = w->mode == TW_HIER ? UINT64_MAX : 0;
+    /* Empty: the hierarchical wheel may skip any advance, the hashed one
+     * any advance within tick 0 (advance.c). */
+    w->head.idle_ns = w->mode == TW_HIER ? UINT64_MAX : tw__tick_time(w, 1);
     tw__list_init(&w->expired);
     tw__list_init(&w->deferred);
     rc = w->mode == TW_HIER ? tw__hier_layout(w, &cfg)
@@ -163,7 +164,7 @@ TW_PUBLIC int tw_destroy(struct tw_wheel *w)
 
 TW_PUBLIC uint64_t tw_now(const struct tw_wheel *w)
 {
-    return w ? w->now : 0;
+    return w ? w->head.now : 0;
 }
 
 TW_PUBLIC size_t tw_pending(const struct tw_wheel *w)
@@ -187,12 +188,12 @@ TW_PUBLIC uint64_t tw_next_deadline(const struct tw_wheel *w)
     if (!w)
         return UINT64_MAX;
     if (!tw__list_empty(&w->expired) || !tw__list_empty(&w->deferred))
-        return w->now;
+        return w->head.now;
     tick = next_work_tick(w);
     if (tick == UINT64_MAX)
         return UINT64_MAX;
     at = tw__tick_time(w, tick);
-    return at < w->now ? w->now : at;
+    return at < w->head.now ? w->head.now : at;
 }
 
 struct visit {
@@ -220,13 +221,13 @@ TW_PUBLIC int tw_visit(struct tw_wheel *w, tw_visitor *fn, void *ctx)
     if (!w || !fn)
         return -EINVAL;
     busy = w->busy;
-    idle = w->idle_ns;
+    idle = w->head.idle_ns;
     w->busy |= TW__VISITING;
-    w->idle_ns = 0;                /* closes the fast paths: advance, */
+    w->head.idle_ns = 0;           /* closes the fast paths: advance, */
     tw__set_defer(w, w->defer_ns); /* schedule and re-arm */
     rc = each_list(w, visit_list, &v);
     w->busy = busy;
     tw__set_defer(w, w->defer_ns);
-    w->idle_ns = idle;
+    w->head.idle_ns = idle;
     return rc;
 }

@@ -72,11 +72,15 @@ struct tw__place {
 };
 
 struct tw_wheel {
+    /* First, as timewheel/core.h promises: head.now is the latest time
+     * given to an advance (tw_now()); head.idle_ns the time before which
+     * an advance has nothing to do, read by the inline tw_advance() and
+     * kept by advance.c; 0 closes that fast path. */
+    struct tw_wheel_head head;
     enum tw_mode mode;
     unsigned busy; /* TW__ADVANCING | TW__VISITING */
     uint64_t tick_ns;
     uint64_t start_ns;
-    uint64_t now;      /* latest time given to an advance */
     uint64_t cur;      /* last tick processed */
     uint64_t max_tick; /* due tick of UINT64_MAX: the end of time */
     uint64_t tick_limit; /* largest k with start + k * tick in 64 bits */
@@ -84,8 +88,6 @@ struct tw_wheel {
                         * target tick while advancing, of cur otherwise */
     uint64_t fast_ns;  /* defer_ns, or UINT64_MAX when the fast path of
                         * schedule and re-arm is closed (timer.c) */
-    uint64_t idle_ns;  /* an advance to a time before this has nothing to
-                        * do (advance.c); 0 closes that fast path */
     size_t count;      /* pending timers */
     struct tw_link expired;
     struct tw_link deferred;
@@ -104,6 +106,10 @@ struct tw_wheel {
     uint64_t mask;  /* slots - 1 */
     unsigned shift; /* log2(slots) */
 };
+
+/* The inline advance of timewheel/core.h reads the head through a cast. */
+_Static_assert(offsetof(struct tw_wheel, head) == 0,
+               "struct tw_wheel_head must open struct tw_wheel");
 
 /* Due tick of an absolute deadline (see above); never above max_tick. */
 static inline uint64_t tw__due_tick(const struct tw_wheel *w, uint64_t deadline)
