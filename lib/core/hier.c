@@ -67,9 +67,51 @@ static void set_base(struct tw_wheel *w, unsigned k, uint64_t base)
     lv->last = lv->span == UINT64_MAX ? UINT64_MAX
                                       : revolution_last(base, lv->span);
     w->place[k].org_ns = w->start_ns + 1 + (base - 1) * w->tick_ns;
+    w->place[k].org2_ns = 2 * w->place[k].org_ns;
     w->place[k].last_ns = tw__tick_time(w, lv->last);
-    if (k + 1 == w->nexact)
-        w->exact_ns = w->place[k].last_ns;
+}
+
+/* floor(2^k / d) for 64 <= k < 128 and a quotient below 2^64: long
+ * division, one bit at a time (only when a wheel is created). */
+static uint64_t pow2_div(unsigned k, uint64_t d)
+{
+    uint64_t q = 0, r = 1;
+
+    for (unsigned i = 0; i < k; i++) {
+        bool carry = r >> 63;
+
+        r <<= 1;
+        q <<= 1;
+        if (carry || r >= d) {
+            r -= d;
+            q |= 1;
+        }
+    }
+    return q;
+}
+
+/* The multiplier and shift that place in level k without a division, for
+ * quotients n / width_ns with n < span_ns (wheel.h). False when the bound
+ * does not hold, so that the level places by due tick. */
+static bool set_reciprocal(struct tw__place *p, uint64_t width_ns,
+                           uint64_t span_ns)
+{
+    uint64_t d = 2 * width_ns, mult, err;
+    unsigned shift = 63 - (unsigned)__builtin_clzll(d - 1);
+
+    if (width_ns > UINT64_MAX / 2 || span_ns > UINT64_MAX / 2)
+        return false;
+    /* 2^shift < d, so the quotient is below 2^64. */
+    mult = pow2_div(64 + shift, d) + 1;
+    err = mult * d; /* mult * d - 2^(64 + shift), which is below 2^64 */
+    /* The largest 2n is 2 * (span_ns - 1); 2n * err < 2^(64 + shift)
+     * exactly when the high word of the product is below 2^shift. */
+    if (tw__mulhi(2 * (span_ns - 1), err) >> shift)
+        return false;
+    p->mult = mult;
+    p->shift = shift;
+    p->width_ns = width_ns;
+    return true;
 }
 
 /* Append one level of n slots; width is the product of the slot counts
@@ -87,12 +129,13 @@ static int add_level(struct tw_wheel *w, uint32_t n, uint64_t width,
     lv->nslots = n;
     lv->width = width;
     lv->span = mul_sat(width, n);
-    /* d - org_ns stays below span * tick: exact while that fits. */
-    if (mul_sat(lv->span, w->tick_ns) != UINT64_MAX) {
-        /* Spans only grow, so these levels are the lowest ones. */
-        w->place[w->nlevels - 1].width_ns = width * w->tick_ns;
+    /* d - org_ns stays below span * tick: placed in ns while that fits
+     * and the reciprocal is exact, and the levels below are placed so. */
+    if (w->nexact == w->nlevels - 1 &&
+        mul_sat(lv->span, w->tick_ns) != UINT64_MAX &&
+        set_reciprocal(&w->place[w->nlevels - 1], width * w->tick_ns,
+                       lv->span * w->tick_ns))
         w->nexact = w->nlevels;
-    }
     set_base(w, w->nlevels - 1, 0);
     lv->first = (uint32_t)w->nslots;
     w->nslots += n;
@@ -431,8 +474,10 @@ static int check_level(const struct tw_wheel *w, unsigned k, char *why,
         return tw__fail(why, len, "level %u: revolution does not hold cur", k);
     if (w->place[k].last_ns != tw__tick_time(w, lv->last) ||
         w->place[k].org_ns != w->start_ns + 1 + (lv->base - 1) * w->tick_ns ||
+        w->place[k].org2_ns != 2 * w->place[k].org_ns ||
         w->place[k].slot0 != &w->slots[lv->first] ||
-        (k + 1 == w->nexact && w->exact_ns != w->place[k].last_ns))
+        (w->place[k].mult != 0) != (k < w->nexact) ||
+        (w->place[k].width_ns != 0) != (k < w->nexact))
         return tw__fail(why, len, "level %u: ns bounds do not match", k);
     if (nwords < 64 && lv->bits.summary >> nwords)
         return tw__fail(why, len, "level %u: summary bit past its words", k);

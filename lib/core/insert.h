@@ -20,8 +20,8 @@ uint64_t tw__hier_slot_slow(const struct tw_wheel *w, unsigned k, uint64_t d);
 
 /* Hierarchical: the lowest level whose current revolution reaches t's due
  * tick, in the slot of that tick's digit there. Both are found from the
- * deadline in ns (wheel.h), so the due tick is never computed: one division
- * in all. */
+ * deadline in ns (wheel.h), so the due tick is never computed: one
+ * multiplication in all. */
 static inline void tw__hier_insert(struct tw_wheel *w, struct tw_timer *t)
 {
     uint64_t d = t->deadline, s;
@@ -30,8 +30,8 @@ static inline void tw__hier_insert(struct tw_wheel *w, struct tw_timer *t)
 
     while (d > p->last_ns)
         p++;
-    if (__builtin_expect(p->width_ns != 0, 1))
-        s = (d - p->org_ns) / p->width_ns;
+    if (__builtin_expect(p->mult != 0, 1))
+        s = tw__place_slot(p, d);
     else
         s = tw__hier_slot_slow(w, (unsigned)(p - w->place), d);
     head = p->slot0 + s;

@@ -57,17 +57,18 @@ static void remove_timer(struct tw_wheel *w, struct tw_timer *t)
 
 /*
  * The fast path of schedule and re-arm, taken in the common case: the
- * deadline is after w->fast_ns (checked by the callers), at or before
- * w->exact_ns (so its level's slot is computed in ns), and its slot is
- * already occupied, so no bit changes. Then
- * insertion is a few comparisons, one division and four stores, with no
- * call: the compiler saves no register. Returns false, having changed
- * nothing, otherwise.
+ * deadline is after w->fast_ns (checked by the callers) and its slot is
+ * already occupied, so no bit changes. Then insertion is a few
+ * comparisons, one multiplication and four stores, with no call: the
+ * compiler saves no register. Returns false, having changed nothing,
+ * otherwise.
  *
  * w->fast_ns is the deferral bound of a hierarchical wheel that no visitor
  * walks, and UINT64_MAX otherwise (hashed, or visiting): one comparison
  * sends deferred timers, the hashed wheel and calls from a visitor to the
- * general path, which sorts them out and returns the errors.
+ * general path, which sorts them out and returns the errors. A deadline
+ * in a level placed by due tick needs no test of its own: its quotient is
+ * 0, and slot 0 of a level is always empty (wheel.h).
  */
 static inline bool place_fast(struct tw_wheel *w, struct tw_timer *t,
                               uint64_t d)
@@ -75,11 +76,9 @@ static inline bool place_fast(struct tw_wheel *w, struct tw_timer *t,
     const struct tw__place *p = w->place;
     struct tw_link *head;
 
-    if (__builtin_expect(d > w->exact_ns, 0))
-        return false;
     while (d > p->last_ns)
         p++;
-    head = p->slot0 + (d - p->org_ns) / p->width_ns;
+    head = p->slot0 + tw__place_slot(p, d);
     if (tw__list_empty(head))
         return false;
     t->deadline = d;
@@ -105,6 +104,8 @@ __attribute__((noinline)) static int rearm_slow(struct tw_wheel *w,
 {
     int was_pending = t->link.next != NULL;
 
+    if (!t->cb)
+        return -EINVAL;
     if (w->busy & TW__VISITING)
         return -EBUSY;
     if (was_pending)
@@ -144,19 +145,19 @@ TW_PUBLIC int tw_rearm(struct tw_wheel *w, struct tw_timer *t,
     struct tw_link *prev, *next, *head;
     uint64_t s, lo;
 
-    if (!w || !t || !t->cb)
+    if (!w || !t)
         return -EINVAL;
     next = t->link.next;
     prev = t->link.prev;
-    /* Fast: a pending timer whose list keeps other timers (so no bit
-     * changes), to a deadline placed in ns (place_fast() says why). */
-    if (!next || prev == next || deadline <= w->fast_ns ||
-        deadline > w->exact_ns)
+    /* Fast: a pending timer (which has a callback: schedule refused it
+     * otherwise; rearm_slow() checks the others), to a deadline that is
+     * not deferred. place_fast() says why no other test is needed. */
+    if (!next || deadline <= w->fast_ns)
         return rearm_slow(w, t, deadline);
     p = w->place;
     while (deadline > p->last_ns)
         p++;
-    s = (deadline - p->org_ns) / p->width_ns;
+    s = tw__place_slot(p, deadline);
     lo = p->org_ns + s * p->width_ns; /* the new slot's first deadline */
     /* Still in the same slot, as when an idle timeout moves a little
      * later (Linux's mod_timer() does the same): only the deadline
@@ -166,13 +167,16 @@ TW_PUBLIC int tw_rearm(struct tw_wheel *w, struct tw_timer *t,
      * never matches. A deferred one may, and then stays deferred with
      * its new deadline: the next advance re-examines every deferred
      * timer and places it by its deadline (advance.c), where this one
-     * would have gone, and it is not due before then. */
+     * would have gone, and it is not due before then. A level placed by
+     * due tick has width_ns 0 and never matches. */
     if (t->deadline - lo < p->width_ns) {
         t->deadline = deadline;
         return 1;
     }
     head = p->slot0 + s;
-    if (tw__list_empty(head))
+    /* Leaving a list that keeps other timers for an occupied slot
+     * changes no bit; anything else takes the general path. */
+    if (prev == next || tw__list_empty(head))
         return rearm_slow(w, t, deadline);
     /* Unlinked and relinked with the count unchanged; if the new slot is
      * the timer's own list, it goes to the tail, as a cancel and
@@ -193,6 +197,8 @@ TW_PUBLIC int tw_rearm_after(struct tw_wheel *w, struct tw_timer *t,
 __attribute__((noinline)) static int cancel_slow(struct tw_wheel *w,
                                                  struct tw_timer *t)
 {
+    if (!t->link.next)
+        return 0;
     remove_timer(w, t);
     return 1;
 }
@@ -207,9 +213,9 @@ TW_PUBLIC int tw_cancel(struct tw_wheel *w, struct tw_timer *t)
         return -EBUSY;
     next = t->link.next;
     prev = t->link.prev;
-    if (!next)
-        return 0;
-    /* The last timer of its list may leave a slot empty: its bit changes. */
+    /* Both links are NULL when t is not pending; otherwise they are equal
+     * when t is the last timer of its list, and leaving may empty a slot,
+     * whose bit then changes. One test sends both to cancel_slow(). */
     if (prev == next)
         return cancel_slow(w, t);
     prev->next = next;

@@ -53,23 +53,68 @@ struct tw__level {
     struct tw__bitmap bits;
 };
 
-/* What insertion reads of level k, in ns, so that it divides once and never
- * computes a due tick. A deadline d belongs to the lowest level with
+/* What insertion reads of level k, in ns, so that it never divides and
+ * never computes a due tick. A deadline d belongs to the lowest level with
  * d <= last_ns (the boundary of its last tick, saturated). A deadline
  * d > start with due tick e in [base, last] lies in slot
  *     (e - base) / width = (d - org_ns) / width_ns,
  * with org_ns = start + 1 + (base - 1) * tick (mod 2^64) and width_ns =
  * width * tick, since d - org_ns = (e - base) * tick + r with 0 <= r < tick,
- * below span * tick. Where that product does not fit 64 bits (the top
- * levels of a layout) width_ns is 0 and the slot comes from the due tick.
- * 32 bytes each, in an array apart from the levels: the level search reads
- * one cache line for the four lowest levels. */
+ * below span * tick.
+ *
+ * That quotient is taken without a division (a 64-bit divide costs several
+ * times a multiply on current cores, and it was the longest step of a
+ * schedule): with n = d - org_ns,
+ *     n / width_ns = (2n) / (2 width_ns) = mulhi(2n, mult) >> shift,
+ * where mulhi is the high word of the 128-bit product, 2n is computed as
+ * 2d - org2_ns (mod 2^64), and mult = floor(2^(64 + shift) / (2 width_ns))
+ * + 1 with the largest shift that keeps mult in 64 bits. Granlund and
+ * Montgomery's bound makes the quotient exact for every 2n * err <
+ * 2^(64 + shift), err = mult * 2 width_ns - 2^(64 + shift); add_level()
+ * (hier.c) checks it for the largest n of the level. Doubling n keeps a
+ * level one tick of 1 ns wide exact, whose multiplier would otherwise be
+ * 2^64.
+ *
+ * Where the bound fails or span * tick does not fit 64 bits (the top levels
+ * of a layout) width_ns and mult are 0: the quotient is then 0, and slot 0
+ * of a level is always empty (occupied slots lie after pos), so the fast
+ * paths of timer.c find an empty slot and take the general path, which
+ * places by due tick. No test of the level is needed on the fast paths.
+ * 56 bytes each, in an array apart from the levels. */
 struct tw__place {
     uint64_t last_ns;
-    uint64_t org_ns;
-    uint64_t width_ns;
+    uint64_t org2_ns; /* 2 * org_ns, mod 2^64 */
+    uint64_t mult;    /* 0: place by due tick */
     struct tw_link *slot0; /* the level's first slot head */
+    unsigned shift;
+    uint64_t org_ns;   /* the re-arm's same-slot test (timer.c) */
+    uint64_t width_ns; /* 0: place by due tick */
 };
+
+#ifdef __SIZEOF_INT128__
+__extension__ typedef unsigned __int128 tw__u128;
+/* The high 64 bits of a * b. */
+static inline uint64_t tw__mulhi(uint64_t a, uint64_t b)
+{
+    return (uint64_t)(((tw__u128)a * b) >> 64);
+}
+#else
+static inline uint64_t tw__mulhi(uint64_t a, uint64_t b)
+{
+    uint64_t a0 = a & UINT32_MAX, a1 = a >> 32;
+    uint64_t b0 = b & UINT32_MAX, b1 = b >> 32;
+    uint64_t mid = (a0 * b0 >> 32) + (a1 * b0 & UINT32_MAX) + a0 * b1;
+
+    return a1 * b1 + (a1 * b0 >> 32) + (mid >> 32);
+}
+#endif
+
+/* The slot of d at the level of p, for a d that belongs to it; 0 where
+ * the level places by due tick (above). */
+static inline uint64_t tw__place_slot(const struct tw__place *p, uint64_t d)
+{
+    return tw__mulhi(2 * d - p->org2_ns, p->mult) >> p->shift;
+}
 
 struct tw_wheel {
     /* First, as timewheel/core.h promises: head.now is the latest time
@@ -99,7 +144,6 @@ struct tw_wheel {
     uint64_t occupied; /* bit k: level k holds a timer */
     unsigned nlevels;
     unsigned nexact;   /* levels with width_ns > 0: the lowest ones */
-    uint64_t exact_ns; /* last_ns of the highest of them, 0 if none */
     struct tw__place place[TW__LEVELS_MAX];
     struct tw__level levels[TW__LEVELS_MAX];
     /* hashed */

@@ -238,6 +238,80 @@ Test(hier, wide_levels_place_by_due_tick)
     }
 }
 
+/* The slot of a deadline comes from a multiplication by a reciprocal
+ * (wheel.h); it must equal the division it replaces for every offset a
+ * level holds, the largest (span_ns - 1, the bound add_level() checks)
+ * included: at each slot's first and last ns and at pseudo-random offsets,
+ * for layouts whose widths are powers of two, odd, one tick of 1 ns, or as
+ * wide as 64-bit time allows. */
+Test(hier, reciprocal_slot_equals_the_division)
+{
+    static const uint32_t clock[] = {1000, 60, 60, 24};
+    static const uint32_t odd[] = {3, 7, 2, 5, 11};
+    static const uint32_t pow2[] = {64, 64, 64, 64, 64, 64};
+    static const uint32_t wide[] = {4096, 4096, 4096};
+    static const struct {
+        const uint32_t *slots;
+        unsigned levels;
+        uint64_t tick, start;
+    } cases[] = {
+        {clock, 4, MS, 0},
+        {clock, 4, 999983, UINT64_MAX / 3},
+        {odd, 5, 1, 12345},
+        {pow2, 6, MS, 1},
+        {wide, 3, 1, 0},
+        {wide, 3, UINT64_MAX / 4097 / 4097 / 4097, 7},
+    };
+    uint64_t x = 88172645463325252u; /* xorshift64 state */
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct tw_config cfg;
+        struct tw_wheel *w;
+
+        tw_config_init(&cfg, TW_HIER);
+        cfg.slots = cases[i].slots;
+        cfg.levels = cases[i].levels;
+        cfg.tick_ns = cases[i].tick;
+        cfg.start_ns = cases[i].start;
+        w = tw_create(&cfg, NULL);
+        cr_assert_not_null(w);
+        cr_assert_geq(w->nexact, 2, "case %zu", i);
+        for (unsigned k = 0; k < w->nexact; k++) {
+            const struct tw__place *p = &w->place[k];
+            uint64_t span = w->levels[k].nslots * p->width_ns;
+
+            for (uint64_t s = 0; s < w->levels[k].nslots; s++) {
+                uint64_t lo = s * p->width_ns, hi = lo + p->width_ns - 1;
+
+                cr_assert_eq(tw__place_slot(p, p->org_ns + lo), s);
+                cr_assert_eq(tw__place_slot(p, p->org_ns + hi), s,
+                             "case %zu level %u slot %llu", i, k,
+                             (unsigned long long)s);
+            }
+            /* As the wheel advances, org_ns moves and wraps (mod 2^64). */
+            for (uint64_t org = 0; org < 3; org++) {
+                struct tw__place q = *p;
+
+                q.org_ns = UINT64_MAX - org;
+                q.org2_ns = 2 * q.org_ns;
+                cr_assert_eq(tw__place_slot(&q, q.org_ns + span - 1),
+                             (span - 1) / p->width_ns);
+            }
+            for (int j = 0; j < 4096; j++) {
+                uint64_t n;
+
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                n = x % span;
+                cr_assert_eq(tw__place_slot(p, p->org_ns + n),
+                             n / p->width_ns);
+            }
+        }
+        tw_destroy(w);
+    }
+}
+
 #define DAY (24 * 3600 * SEC)
 
 struct chain {
