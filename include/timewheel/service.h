@@ -69,9 +69,10 @@ enum tw_handle_state {
  *  max_pending       most timers pending at once (default
  *                    TW_SERVICE_DEFAULT_MAX_PENDING); 0 is unbounded. A
  *                    cancel gives its slot back at once.
- *                    Never exceeded; a schedule may be refused up to 1024
+ *                    Never exceeded; a schedule may be refused up to 8320
  *                    timers before it is reached (slots are handed to
- *                    producer threads 64 at a time).
+ *                    threads 64 at a time, and a thread keeps up to 127
+ *                    that its cancels freed).
  *  catchup           the policy of fixed-rate timers after a stall.
  *  max_lag_ns        back-pressure on a flood (default
  *                    TW_SERVICE_DEFAULT_MAX_LAG_NS): while the worker has
@@ -102,7 +103,9 @@ struct tw_service_config {
 /* Counters of a service. scheduled == completed + cancelled + returned +
  * pending holds in every snapshot, also under load: pending is derived
  * (the timers accepted and not yet let go of, as of the snapshot) and never
- * negative. The other counters are each exact but read one after another. */
+ * negative. The other counters are each exact but read one after another
+ * (each a sum over per-thread stripes), so a snapshot taken while threads
+ * run is not one instant. */
 struct tw_service_stats {
     uint64_t scheduled; /* timers accepted (a periodic one counts once) */
     uint64_t runs;      /* callbacks started, every period counted */

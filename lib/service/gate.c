@@ -1,68 +1,164 @@
 /*
- * What a producer passes through on its way into the service, and what it
- * counts: stop's gate, back-pressure, and the counters behind
+ * What a producer passes through on its way into the service, and what
+ * every thread counts: stop's gate, back-pressure, and the counters behind
  * tw_service_stats().
  *
- * Stripes. Each thread is given one of TW__STRIPES cache lines of the
- * service (round-robin at its first schedule on any service), and writes
- * only that line on the schedule path: two producers on different stripes
- * never bounce a line between their cores. A stripe holds the number of
- * schedule calls inside the gate, the timers it accepted and refused, and
- * its unused credit of pending slots.
+ * Stripes. A service has TW__STRIPES cache lines of counters that each
+ * belong to one thread, and one more, the shared stripe, for everyone else.
+ * A thread claims a free stripe index for itself at its first schedule or
+ * cancel on any service (one compare-and-swap on a process-wide bitmap) and
+ * gives it back when it exits (a pthread key's destructor); it then owns
+ * stripe i of every service. Only the owner writes an owned stripe, so it
+ * counts with a plain load and store (a relaxed load, a release store: no
+ * locked instruction), and two threads never write the same line. When
+ * all TW__STRIPES indexes are taken, or the key cannot be made, a thread
+ * uses the shared stripe, with atomic read-modify-writes. The claim's
+ * acquire and the exit's release order the old owner's writes before the
+ * new owner's.
  *
- * The gate. A schedule adds one to its stripe's `inside` and then looks at
+ * A stripe holds: schedule calls inside the gate; timers accepted and
+ * refused by its thread; its thread's winning cancels; timers its thread
+ * let go of as completed or returned (the worker's, an executor thread's
+ * or stop's stripe); callbacks its thread started; its unused credit of
+ * pending slots.
+ *
+ * The gate. A schedule sets its stripe's `inside` and then looks at
  * `closed`; stop sets `closed` and then waits until every stripe's `inside`
- * is 0. Both sides store then load, sequentially consistent, so either the
- * schedule sees `closed` and refuses with -ESHUTDOWN, or stop waits for it
- * to leave, with its timer queued before stop drains the queue.
+ * is 0. Store then load on both sides, so either the schedule sees `closed`
+ * and refuses with -ESHUTDOWN, or stop waits for it to leave, with its
+ * timer queued before stop drains the queue. The store-load order needs a
+ * full barrier on both sides; where the kernel has it, stop pays for both
+ * with membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), which runs a barrier
+ * on every thread of the process, and the producer only keeps the compiler
+ * from reordering its store and load (as liburcu's membarrier flavour
+ * does). Without it, and on the shared stripe, the producer's store is a
+ * locked read-modify-write.
  *
  * Back-pressure, two bounds, both answered with -EAGAIN:
  *  - max_pending (default TW_SERVICE_DEFAULT_MAX_PENDING): slots are taken
  *    from a shared pool `avail` TW__CREDIT_CHUNK at a time into the
- *    stripe's credit, and given back one by one as the service lets go of
- *    timers. The service never holds more than max_pending timers; a
- *    schedule may be refused while up to TW__STRIPES * TW__CREDIT_CHUNK
- *    slots sit unused in other stripes' credit.
+ *    stripe's credit, and given back one by one: a winning cancel into the
+ *    canceller's credit (a stripe holding 2 * TW__CREDIT_CHUNK unused
+ *    slots returns a chunk to the pool), a timer that ran or was handed
+ *    back straight to the pool. The service never holds more than
+ *    max_pending timers; a schedule may be refused while fewer than
+ *    (TW__STRIPES + 1) * 2 * TW__CREDIT_CHUNK slots sit unused in stripes.
  *  - max_lag (default TW_SERVICE_DEFAULT_MAX_LAG_NS): the worker sets
  *    `behind` when it has not emptied the new-timer queue for longer than
  *    that, and clears it once it has; producers are refused meanwhile, so
  *    a flood cannot make the queue, and the lateness of what waits in it,
  *    grow without bound.
  *
- * Stats. Each outcome counter is added to (with release) only after the
- * `accepted` increment of its timer (which happened before the push that
- * handed the timer, or its handle, to anyone): completed and returned when
- * the service lets go of the timer, cancelled on the canceller's stripe
- * when its cancel wins. Stats reads the outcome counters first (acquire) and `accepted`
- * last, so it sees every acceptance behind the outcomes it counted, and
- * pending = scheduled - completed - cancelled - returned is never
- * negative: the identity holds in every snapshot, under any load.
+ * Stats. Each outcome is counted (a release store or add) only after the
+ * `accepted` count of its timer (which happened before the push that handed
+ * the timer, or its handle, to anyone): completed and returned when the
+ * service lets go of the timer, cancelled when a cancel wins. Stats reads
+ * every stripe's outcome counters first (acquire) and the `accepted`
+ * counters last, so it sees every acceptance behind the outcomes it
+ * counted, and pending = scheduled - completed - cancelled - returned is
+ * never negative: the identity holds in every snapshot, under any load.
  */
+#define _DEFAULT_SOURCE 1
+
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "service.h"
 
-static atomic_uint next_stripe;
-static _Thread_local unsigned my_stripe; /* index + 1; 0: not yet given */
+/* Bit i: stripe index i is owned by a live thread. */
+static atomic_uint_fast64_t claimed;
+_Thread_local unsigned tw__my_stripe TW__TLS_IE;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t key;
+static atomic_bool key_made;
 
-static struct tw__stripe *stripe_of(struct tw_service *s)
+_Static_assert(TW__STRIPES <= 64, "the claim bitmap is one 64-bit word");
+
+/* Thread exit: give the index back. Anything this thread does afterwards
+ * (in another key's destructor) goes through the shared stripe. */
+static void unclaim(void *v)
 {
-    if (!my_stripe)
-        my_stripe = atomic_fetch_add_explicit(&next_stripe, 1,
-                                              memory_order_relaxed) %
-                        TW__STRIPES +
-                    1;
-    return &s->stripes[my_stripe - 1];
+    unsigned i = (unsigned)(uintptr_t)v - 1;
+
+    tw__my_stripe = TW__STRIPES + 1;
+    atomic_fetch_and_explicit(&claimed, ~(UINT64_C(1) << i),
+                              memory_order_release);
+}
+
+static void make_key(void)
+{
+    atomic_store_explicit(&key_made, pthread_key_create(&key, unclaim) == 0,
+                          memory_order_relaxed);
+}
+
+/* A free index for this thread, or TW__STRIPES (the shared stripe). */
+static unsigned claim(void)
+{
+    uint_fast64_t c;
+
+    pthread_once(&key_once, make_key);
+    if (!atomic_load_explicit(&key_made, memory_order_relaxed))
+        return TW__STRIPES;
+    c = atomic_load_explicit(&claimed, memory_order_relaxed);
+    while (~c) {
+        unsigned i = (unsigned)__builtin_ctzll(~(unsigned long long)c);
+
+        if (i >= TW__STRIPES)
+            break;
+        if (atomic_compare_exchange_weak_explicit(
+                &claimed, &c, c | UINT64_C(1) << i, memory_order_acquire,
+                memory_order_relaxed)) {
+            if (!pthread_setspecific(key, (void *)(uintptr_t)(i + 1)))
+                return i;
+            atomic_fetch_and_explicit(&claimed, ~(UINT64_C(1) << i),
+                                      memory_order_release);
+            break;
+        }
+    }
+    return TW__STRIPES;
+}
+
+struct tw__stripe *tw__stripe_claim(struct tw_service *s)
+{
+    tw__my_stripe = claim() + 1;
+    return &s->stripes[tw__my_stripe - 1];
+}
+
+/* Whether the kernel runs a barrier on every thread for stop (see the
+ * top); decided once, before the first service exists. */
+static atomic_bool asym;
+static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
+
+static void register_membarrier(void)
+{
+    atomic_store_explicit(
+        &asym,
+        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0,
+                0) == 0,
+        memory_order_relaxed);
+}
+
+void tw__gate_init(void)
+{
+    pthread_once(&asym_once, register_membarrier);
 }
 
 struct tw__stripe *tw__gate_enter(struct tw_service *s, int *rc)
 {
-    struct tw__stripe *st = stripe_of(s);
+    struct tw__stripe *st = tw__stripe_mine(s);
 
-    atomic_fetch_add_explicit(&st->inside, 1, memory_order_seq_cst);
+    if (!tw__shared(s, st) &&
+        atomic_load_explicit(&asym, memory_order_relaxed)) {
+        atomic_store_explicit(&st->inside, 1, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);
+    } else {
+        atomic_fetch_add_explicit(&st->inside, 1, memory_order_seq_cst);
+    }
     if (atomic_load_explicit(&s->closed, memory_order_seq_cst)) {
-        tw__gate_leave(st);
+        tw__gate_leave(s, st);
         *rc = -ESHUTDOWN;
         return NULL;
     }
@@ -70,48 +166,80 @@ struct tw__stripe *tw__gate_enter(struct tw_service *s, int *rc)
     return st;
 }
 
-void tw__gate_leave(struct tw__stripe *st)
+void tw__gate_leave(struct tw_service *s, struct tw__stripe *st)
 {
-    atomic_fetch_sub_explicit(&st->inside, 1, memory_order_release);
+    if (tw__shared(s, st))
+        atomic_fetch_sub_explicit(&st->inside, 1, memory_order_release);
+    else
+        atomic_store_explicit(&st->inside, 0, memory_order_release);
 }
 
 /* Close the gate and wait for the schedule calls inside to leave. */
 void tw__gate_close(struct tw_service *s)
 {
     atomic_store_explicit(&s->closed, true, memory_order_seq_cst);
-    for (unsigned i = 0; i < TW__STRIPES; i++)
+    if (atomic_load_explicit(&asym, memory_order_relaxed))
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    for (unsigned i = 0; i <= TW__STRIPES; i++)
         while (atomic_load_explicit(&s->stripes[i].inside,
                                     memory_order_acquire))
             sched_yield();
 }
 
-static int refuse(struct tw__stripe *st)
+static int refuse(struct tw_service *s, struct tw__stripe *st)
 {
-    atomic_fetch_add_explicit(&st->rejected, 1, memory_order_relaxed);
+    tw__count(s, st, &st->rejected);
     return -EAGAIN;
+}
+
+/* Add n to st's credit (the owner's plain store, or an atomic add). */
+static int_fast64_t credit_add(struct tw_service *s, struct tw__stripe *st,
+                               int_fast64_t n)
+{
+    int_fast64_t c;
+
+    if (tw__shared(s, st))
+        return atomic_fetch_add_explicit(&st->credit, n,
+                                         memory_order_relaxed) +
+               n;
+    c = atomic_load_explicit(&st->credit, memory_order_relaxed) + n;
+    atomic_store_explicit(&st->credit, c, memory_order_relaxed);
+    return c;
+}
+
+/* Take one slot from st's credit if it has one. */
+static bool credit_take(struct tw_service *s, struct tw__stripe *st)
+{
+    if (tw__shared(s, st)) {
+        if (atomic_fetch_sub_explicit(&st->credit, 1, memory_order_relaxed) >
+            0)
+            return true;
+        atomic_fetch_add_explicit(&st->credit, 1, memory_order_relaxed);
+        return false;
+    }
+    if (atomic_load_explicit(&st->credit, memory_order_relaxed) <= 0)
+        return false;
+    credit_add(s, st, -1);
+    return true;
 }
 
 /* Take one pending slot for a timer about to be accepted, or -EAGAIN. */
 int tw__gate_reserve(struct tw_service *s, struct tw__stripe *st)
 {
-    int_fast64_t a;
+    int_fast64_t a, got;
 
     if (atomic_load_explicit(&s->behind, memory_order_relaxed))
-        return refuse(st);
-    if (!s->max_pending ||
-        atomic_fetch_sub_explicit(&st->credit, 1, memory_order_relaxed) > 0)
+        return refuse(s, st);
+    if (!s->max_pending || credit_take(s, st))
         return 0;
-    atomic_fetch_add_explicit(&st->credit, 1, memory_order_relaxed);
     a = atomic_load_explicit(&s->avail, memory_order_relaxed);
     do {
         if (a <= 0)
-            return refuse(st);
+            return refuse(s, st);
+        got = a < TW__CREDIT_CHUNK ? a : TW__CREDIT_CHUNK;
     } while (!atomic_compare_exchange_weak_explicit(
-        &s->avail, &a, a - (a < TW__CREDIT_CHUNK ? a : TW__CREDIT_CHUNK),
-        memory_order_relaxed, memory_order_relaxed));
-    atomic_fetch_add_explicit(
-        &st->credit, (a < TW__CREDIT_CHUNK ? a : TW__CREDIT_CHUNK) - 1,
-        memory_order_relaxed);
+        &s->avail, &a, a - got, memory_order_relaxed, memory_order_relaxed));
+    credit_add(s, st, got - 1);
     return 0;
 }
 
@@ -119,66 +247,87 @@ int tw__gate_reserve(struct tw_service *s, struct tw__stripe *st)
 void tw__gate_unreserve(struct tw_service *s, struct tw__stripe *st)
 {
     if (s->max_pending)
-        atomic_fetch_add_explicit(&st->credit, 1, memory_order_relaxed);
+        credit_add(s, st, 1);
+}
+
+/* A timer's slot is free again: into this thread's credit; a stripe that
+ * gathers two chunks (a thread that lets go of more than it schedules, as
+ * the worker does) returns one to the pool. */
+static void give_back(struct tw_service *s, struct tw__stripe *st)
+{
+    int_fast64_t c;
+
+    if (!s->max_pending)
+        return;
+    c = credit_add(s, st, 1);
+    if (c < 2 * TW__CREDIT_CHUNK)
+        return;
+    if (!tw__shared(s, st)) {
+        credit_add(s, st, -TW__CREDIT_CHUNK);
+    } else {
+        do {
+            if (c < 2 * TW__CREDIT_CHUNK)
+                return;
+        } while (!atomic_compare_exchange_weak_explicit(
+            &st->credit, &c, c - TW__CREDIT_CHUNK, memory_order_relaxed,
+            memory_order_relaxed));
+    }
+    atomic_fetch_add_explicit(&s->avail, TW__CREDIT_CHUNK,
+                              memory_order_relaxed);
 }
 
 /* A cancel won: count it on the canceller's stripe and give its pending
  * slot back there, at once, so that stats and max_pending see it as soon as
  * tw_handle_cancel() has returned 1 (the worker frees the handle within
- * TW__REAP_NS). A stripe that gathers more than two chunks of credit (a
- * thread that cancels more than it schedules) returns one to the pool. */
+ * TW__REAP_NS). */
 void tw__gate_count_cancel(struct tw_service *s)
 {
-    struct tw__stripe *st = stripe_of(s);
-    int_fast64_t c;
+    struct tw__stripe *st = tw__stripe_mine(s);
 
-    atomic_fetch_add_explicit(&st->cancelled, 1, memory_order_release);
-    if (!s->max_pending)
-        return;
-    c = atomic_fetch_add_explicit(&st->credit, 1, memory_order_relaxed) + 1;
-    while (c >= 2 * TW__CREDIT_CHUNK)
-        if (atomic_compare_exchange_weak_explicit(
-                &st->credit, &c, c - TW__CREDIT_CHUNK, memory_order_relaxed,
-                memory_order_relaxed)) {
-            atomic_fetch_add_explicit(&s->avail, TW__CREDIT_CHUNK,
-                                      memory_order_relaxed);
-            return;
-        }
+    tw__count(s, st, &st->cancelled);
+    give_back(s, st);
 }
 
-/* The service let go of a timer: its slot goes back to the pool. */
-void tw__gate_let_go(struct tw_service *s)
+/* The service let go of a timer that completed or was returned: count it
+ * on this thread's stripe, and give its slot back to the pool (not to this
+ * thread's credit: the worker, which lets go of most timers, schedules
+ * none, and slots kept there would refuse schedules under a small
+ * max_pending). */
+void tw__gate_let_go(struct tw_service *s, bool completed)
 {
+    struct tw__stripe *st = tw__stripe_mine(s);
+
+    tw__count(s, st, completed ? &st->completed : &st->returned);
     if (s->max_pending)
         atomic_fetch_add_explicit(&s->avail, 1, memory_order_relaxed);
 }
 
-static uint64_t get(atomic_uint_fast64_t *c)
+static uint64_t sum(struct tw_service *s, size_t off, memory_order mo)
 {
-    return atomic_load_explicit(c, memory_order_acquire);
+    uint64_t n = 0;
+
+    for (unsigned i = 0; i <= TW__STRIPES; i++)
+        n += atomic_load_explicit(
+            (atomic_uint_fast64_t *)((char *)&s->stripes[i] + off), mo);
+    return n;
 }
 
 TW_PUBLIC int tw_service_stats(struct tw_service *s,
                                struct tw_service_stats *out)
 {
-    uint64_t done;
+    const memory_order acq = memory_order_acquire;
 
     if (!s || !out)
         return -EINVAL;
-    out->cancelled = 0;
-    for (unsigned i = 0; i < TW__STRIPES; i++)
-        out->cancelled += get(&s->stripes[i].cancelled);
-    out->completed = get(&s->completed);
-    out->returned = get(&s->returned);
-    out->runs = get(&s->runs);
-    out->wakeups = get(&s->wakeups);
-    out->scheduled = out->rejected = 0;
-    for (unsigned i = 0; i < TW__STRIPES; i++) {
-        out->scheduled += get(&s->stripes[i].accepted);
-        out->rejected +=
-            atomic_load_explicit(&s->stripes[i].rejected, memory_order_relaxed);
-    }
-    done = out->completed + out->cancelled + out->returned;
-    out->pending = out->scheduled - done;
+    out->cancelled = sum(s, offsetof(struct tw__stripe, cancelled), acq);
+    out->completed = sum(s, offsetof(struct tw__stripe, completed), acq);
+    out->returned = sum(s, offsetof(struct tw__stripe, returned), acq);
+    out->runs = sum(s, offsetof(struct tw__stripe, runs), acq);
+    out->wakeups = atomic_load_explicit(&s->wakeups, acq);
+    out->scheduled = sum(s, offsetof(struct tw__stripe, accepted), acq);
+    out->rejected = sum(s, offsetof(struct tw__stripe, rejected),
+                        memory_order_relaxed);
+    out->pending =
+        out->scheduled - (out->completed + out->cancelled + out->returned);
     return 0;
 }

@@ -125,11 +125,15 @@ bool tw__handle_cas(struct tw_handle *h, uint32_t *w, int to, bool bump)
     return won;
 }
 
-/* Store state `to` into h, whose word w (LOCKED or CANCELLING) we hold. */
+/* Store state `to` into h, whose word w (LOCKED or CANCELLING) we hold:
+ * no one else writes the word meanwhile. A release store (a plain one on
+ * x86): those who wait it out (tw__handle_settle) acquire, and
+ * cancel-and-wait's sleep hand-shake is with the compare-and-swaps of the
+ * moves out of a running state, never with this store. */
 void tw__handle_put(struct tw_handle *h, uint32_t w, int to, bool bump)
 {
     tw__hb_release(h);
-    atomic_store_explicit(&h->word, with(w, to, bump), memory_order_seq_cst);
+    atomic_store_explicit(&h->word, with(w, to, bump), memory_order_release);
 }
 
 /* Wait out a canceller or re-armer holding CANCELLING or LOCKED (a few
@@ -164,12 +168,8 @@ void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
 
     /* A cancelled one was counted, and its slot given back, when the cancel
      * won (gate.c). */
-    if (why == TW__OUT_COMPLETED)
-        atomic_fetch_add_explicit(&s->completed, 1, memory_order_release);
-    else if (why == TW__OUT_RETURNED)
-        atomic_fetch_add_explicit(&s->returned, 1, memory_order_release);
     if (why != TW__OUT_CANCELLED)
-        tw__gate_let_go(s);
+        tw__gate_let_go(s, why == TW__OUT_COMPLETED);
     if (release)
         release(tw__arg(h));
     tw__handle_unref(h);
@@ -201,29 +201,43 @@ uint64_t tw__handle_next_deadline(const struct tw_service *s,
     return tw__add_sat(last, mul_sat((now - last) / period + 1, period));
 }
 
-/* Send h's message through the cancel queue, unless one is queued already
- * (the worker reads the state and deadline only after taking it out). */
-static bool send_message(struct tw_service *s, struct tw_handle *h)
+/* Send h's message through the cancel queue. The caller holds h's word w
+ * (CANCELLING or LOCKED) with TW__CQ set, and sends only if w had it clear:
+ * one message carries every cancel and re-arm made before the worker takes
+ * it (the worker reads the state and deadline only then). */
+static void send_message(struct tw_service *s, struct tw_handle *h)
 {
-    if (atomic_fetch_or_explicit(&h->refs, TW__REF_CQ, memory_order_acq_rel) &
-        TW__REF_CQ)
-        return false;
     tw__handle_ref(h);
     tw__mpsc_push(&s->cancelq, &h->cnode);
-    return true;
 }
 
-/* The canceller's side of PENDING -> CANCELLING -> CANCELLED. A message
- * already queued (a re-arm's) carries the cancel too, and its sender has
- * woken the worker if need be. */
+/* The canceller's side of PENDING -> CANCELLING -> CANCELLED, holding
+ * CANCELLING from w (TW__CQ set by the move). A message already queued (a
+ * re-arm's) carries the cancel too, and its sender has woken the worker if
+ * need be. */
 static void cancel_pending(struct tw_handle *h, uint32_t w)
 {
     struct tw_service *s = tw__svc(h);
 
     tw__gate_count_cancel(s);
-    if (send_message(s, h))
+    if (!(w & TW__CQ)) {
+        send_message(s, h);
         tw__worker_notify_reap(s);
-    tw__handle_put(h, w, TW__CANCELLED, false);
+    }
+    tw__handle_put(h, w | TW__CQ, TW__CANCELLED, false);
+}
+
+/* PENDING -> CANCELLING with TW__CQ set, in one compare-and-swap. */
+static bool cancel_cas(struct tw_handle *h, uint32_t *w)
+{
+    uint32_t want = (*w & ~TW__ST_MASK) | TW__CQ | TW__CANCELLING;
+    bool won;
+
+    tw__hb_release(h);
+    won = atomic_compare_exchange_strong_explicit(
+        &h->word, w, want, memory_order_seq_cst, memory_order_acquire);
+    tw__hb_acquire(h);
+    return won;
 }
 
 TW_PUBLIC int tw_handle_cancel(struct tw_handle *h)
@@ -235,7 +249,7 @@ TW_PUBLIC int tw_handle_cancel(struct tw_handle *h)
 
         switch (tw__st(w)) {
         case TW__PENDING:
-            if (tw__handle_cas(h, &w, TW__CANCELLING, false)) {
+            if (cancel_cas(h, &w)) {
                 cancel_pending(h, w);
                 return 1;
             }
@@ -310,10 +324,12 @@ TW_PUBLIC int tw_handle_cancel_wait(struct tw_handle *h)
     }
 }
 
-/* Under LOCKED: a re-arm to an earlier deadline of a timer that may be in
- * the wheel tells the worker, which moves it; a later one needs nothing
- * (the worker puts it back when the old deadline comes). */
-static void rearm_earlier(struct tw_handle *h, uint64_t deadline)
+/* Under LOCKED (word w): a re-arm to an earlier deadline of a timer that
+ * may be in the wheel tells the worker, which moves it; a later one needs
+ * nothing (the worker puts it back when the old deadline comes). Returns
+ * the flag to keep in the word. */
+static uint32_t rearm_earlier(struct tw_handle *h, uint32_t w,
+                              uint64_t deadline)
 {
     struct tw_service *s = tw__svc(h);
 
@@ -321,10 +337,13 @@ static void rearm_earlier(struct tw_handle *h, uint64_t deadline)
      * bounce the line with the worker. */
     if (!atomic_load_explicit(&s->hinted, memory_order_relaxed))
         atomic_store_explicit(&s->hinted, true, memory_order_relaxed);
-    if (send_message(s, h))
+    if (!(w & TW__CQ)) {
+        send_message(s, h);
         tw__worker_notify_pushed(s, deadline); /* the push was a fence */
-    else
+    } else {
         tw__worker_notify(s, deadline);
+    }
+    return TW__CQ;
 }
 
 TW_PUBLIC int tw_handle_rearm_at(struct tw_handle *h, uint64_t deadline)
@@ -344,7 +363,7 @@ TW_PUBLIC int tw_handle_rearm_at(struct tw_handle *h, uint64_t deadline)
         old = tw__deadline(h);
         atomic_store_explicit(&h->deadline, deadline, memory_order_relaxed);
         if (st == TW__PENDING && deadline < old)
-            rearm_earlier(h, deadline);
+            w |= rearm_earlier(h, w, deadline);
         tw__handle_put(h, w,
                        st == TW__RUNNING || st == TW__RUN_AGAIN ? TW__RUN_AGAIN
                                                                 : TW__PENDING,

@@ -145,6 +145,7 @@ tw_service_create(const struct tw_service_config *cfg, int *err)
 
     if (cfg && cfg->executor_threads <= MAX_EXECUTOR_THREADS &&
         (cfg->catchup == TW_CATCHUP_SKIP || cfg->catchup == TW_CATCHUP_ALL)) {
+        tw__gate_init();
         s = new_service();
         rc = s ? start(s, cfg) : -ENOMEM;
         if (rc && s) {
@@ -172,7 +173,7 @@ static int submit(struct tw_service *s, struct tw__stripe *st,
         tw__handle_ref_unpublished(h);
         *out = h;
     }
-    atomic_fetch_add_explicit(&st->accepted, 1, memory_order_relaxed);
+    tw__count(s, st, &st->accepted); /* before the push: see gate.c */
     tw__worker_post(s, h);
     return 0;
 }
@@ -196,7 +197,7 @@ TW_PUBLIC int tw_service_submit(struct tw_service *s,
     rc = tw__gate_reserve(s, st);
     if (!rc)
         rc = submit(s, st, spec, out);
-    tw__gate_leave(st);
+    tw__gate_leave(s, st);
     return rc;
 }
 

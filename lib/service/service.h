@@ -23,8 +23,8 @@
  * executor. tw_service_stop() takes over the worker's structures once it
  * has joined the worker and the executor.
  *
- * A handle's state word (32 bits: the state in the low 4, TW__WAITERS, a
- * generation above, bumped by every re-arm) changes only by
+ * A handle's state word (32 bits: the state in the low 4, TW__WAITERS,
+ * TW__CQ, a generation above, bumped by every re-arm) changes only by
  * compare-and-swap, so every race has a single winner; the generation
  * makes a worker that read a deadline and then claims the timer fail if a
  * re-arm came in between:
@@ -51,8 +51,9 @@
  * queue, or the thread running the callback. Whoever holds custody of a
  * cancelled handle drops it. The cancel queue carries messages, not
  * custody: "this handle was cancelled" or "this handle was re-armed to an
- * earlier deadline"; each message holds a reference of its own, and TW__REF_CQ
- * says whether one is queued, so a handle is never in the queue twice.
+ * earlier deadline"; each message holds a reference of its own, and TW__CQ
+ * in the state word says whether one is queued, so a handle is never in
+ * the queue twice.
  *
  * A re-arm to a later deadline only writes the deadline: when the wheel
  * fires the timer at the old one, the worker sees the new one and puts it
@@ -105,7 +106,12 @@ enum tw__hstate {
  * sleepers (handle.c). A bit of the word rather than a count beside it, so
  * that the runner's compare-and-swap itself tells it whether to wake. */
 #define TW__WAITERS 0x10u
-#define TW__GEN_ONE 0x20u
+/* A message about the handle is in cancelq: set by the same move that
+ * decides to send it (a cancel's compare-and-swap, a re-arm's store), so a
+ * canceller spends no read-modify-write on it; cleared by the worker's
+ * compare-and-swap when it takes the message. */
+#define TW__CQ 0x20u
+#define TW__GEN_ONE 0x40u
 
 static inline int tw__st(uint32_t w)
 {
@@ -129,14 +135,12 @@ struct tw_service;
  * a jemalloc size class, against 96 with the tail.
  *
  * The 32-bit `refs` word holds, besides the reference count in its low
- * byte, what the handle would otherwise spend bytes of padding on: the
- * cancel-queue flag (TW__REF_CQ), two flags fixed at creation and the slot of
- * its service in the registry (registry.c), which stands for a pointer to
- * the service. Adding or taking one reference leaves the rest alone: the
+ * byte, what the handle would otherwise spend bytes of padding on: two
+ * flags fixed at creation and the slot of its service in the registry
+ * (registry.c), which stands for a pointer to the service. Adding or taking one reference leaves the rest alone: the
  * count never exceeds a handful (the caller, the service, one message).
  */
 #define TW__REF_MASK 0xffu
-#define TW__REF_CQ 0x100u         /* a message is in cancelq */
 #define TW__HF_TAIL 0x200u        /* a struct tw__handle_tail follows */
 #define TW__HF_FIXED_DELAY 0x400u /* kind TW_FIXED_DELAY (else FIXED_RATE) */
 #define TW__SLOT_SHIFT 16         /* the service's slot: the top 16 bits */
@@ -151,8 +155,8 @@ struct tw_handle {
     struct cds_wfcq_node cnode; /* in cancelq (a message) */
     tw_service_callback *cb;
     _Atomic uint64_t deadline; /* written under LOCKED (or before publishing) */
-    _Atomic uint32_t word;     /* enum tw__hstate | TW__WAITERS | generation */
-    _Atomic uint32_t refs;     /* count | TW__REF_CQ | TW__HF_* | slot */
+    _Atomic uint32_t word;     /* enum tw__hstate | TW__WAITERS | TW__CQ | gen */
+    _Atomic uint32_t refs;     /* count | TW__HF_* | slot */
 };
 
 /* What only periodic timers and those with a release hook carry. */
@@ -221,10 +225,10 @@ static inline enum tw_period tw__kind(const struct tw_handle *h)
  * about 1 / TW__REAP_NS wake-ups per second, not one per cancel. */
 #define TW__REAP_NS UINT64_C(100000000)
 
-/* Producers are spread over this many stripes (by thread), each a cache
- * line of counters of its own, so that two producers do not write the
- * same line (gate.c). */
-#define TW__STRIPES 16
+/* Stripes of counters a thread owns (gate.c), each a cache line, so that
+ * two threads never write the same line and a thread counts with plain
+ * stores; threads beyond these share one more stripe, with atomic adds. */
+#define TW__STRIPES 64
 /* Pending slots a stripe takes from the shared pool at once. */
 #define TW__CREDIT_CHUNK 64
 
@@ -233,6 +237,9 @@ struct tw__stripe {
     atomic_uint_fast64_t accepted;
     atomic_uint_fast64_t rejected;
     atomic_uint_fast64_t cancelled; /* cancels that won (tw_handle_cancel) */
+    atomic_uint_fast64_t completed; /* let go of by this thread: ran */
+    atomic_uint_fast64_t returned;  /* let go of by this thread: handed back */
+    atomic_uint_fast64_t runs;      /* callbacks this thread started */
     atomic_int_fast64_t credit; /* pending slots taken from `avail`, unused */
 };
 
@@ -273,7 +280,7 @@ struct tw_service {
     atomic_bool hinted; /* a re-arm to an earlier deadline is in cancelq */
     struct tw__mpsc newq;
     struct tw__mpsc cancelq;
-    struct tw__stripe stripes[TW__STRIPES];
+    struct tw__stripe stripes[TW__STRIPES + 1]; /* the last: shared */
     /* Pending slots not given to a stripe: producers take, drops give. */
     _Alignas(TW__CACHE_LINE) atomic_int_fast64_t avail;
     /* Sleeping and waking the worker. */
@@ -288,11 +295,7 @@ struct tw_service {
     uint64_t drained_at;    /* when the worker last emptied newq */
     pthread_t worker;
     struct tw__exec exec;
-    /* Counters, written by the service's threads. */
-    atomic_uint_fast64_t runs;
-    atomic_uint_fast64_t completed;
-    atomic_uint_fast64_t returned;
-    atomic_uint_fast64_t wakeups;
+    atomic_uint_fast64_t wakeups; /* the worker's */
     /* Stop. */
     pthread_mutex_t stop_lock;
     bool stopped;      /* under stop_lock */
@@ -401,13 +404,56 @@ void tw__worker_reap(struct tw_service *s, bool wait);
 bool tw__worker_admit(struct tw_service *s, size_t max, bool wait);
 
 /* gate.c */
+void tw__gate_init(void);
+struct tw__stripe *tw__stripe_claim(struct tw_service *s);
 struct tw__stripe *tw__gate_enter(struct tw_service *s, int *rc);
-void tw__gate_leave(struct tw__stripe *st);
+void tw__gate_leave(struct tw_service *s, struct tw__stripe *st);
 int tw__gate_reserve(struct tw_service *s, struct tw__stripe *st);
 void tw__gate_unreserve(struct tw_service *s, struct tw__stripe *st);
 void tw__gate_close(struct tw_service *s);
-void tw__gate_let_go(struct tw_service *s);
+void tw__gate_let_go(struct tw_service *s, bool completed);
 void tw__gate_count_cancel(struct tw_service *s);
+
+/* Initial-exec TLS: one load off %fs instead of a call to __tls_get_addr
+ * on every schedule and cancel (a few bytes of the static TLS surplus when
+ * the library is loaded with dlopen). */
+#if defined(__GNUC__)
+#define TW__TLS_IE __attribute__((tls_model("initial-exec")))
+#else
+#define TW__TLS_IE
+#endif
+
+/* This thread's stripe index + 1 (gate.c); 0: not claimed yet. */
+extern _Thread_local unsigned tw__my_stripe TW__TLS_IE;
+
+/* The stripe this thread counts on in s, claiming one at the first call. */
+static inline struct tw__stripe *tw__stripe_mine(struct tw_service *s)
+{
+    unsigned i = tw__my_stripe;
+
+    return i ? &s->stripes[i - 1] : tw__stripe_claim(s);
+}
+
+/* Whether st is the shared stripe (the others each have one writer). */
+static inline bool tw__shared(const struct tw_service *s,
+                              const struct tw__stripe *st)
+{
+    return st == &s->stripes[TW__STRIPES];
+}
+
+/* Count one on counter c of stripe st, which this thread uses: a plain
+ * load and a release store on its own stripe, an atomic add on the shared
+ * one. The release orders the count after what it counts (gate.c). */
+static inline void tw__count(const struct tw_service *s,
+                             struct tw__stripe *st, atomic_uint_fast64_t *c)
+{
+    if (tw__shared(s, st))
+        atomic_fetch_add_explicit(c, 1, memory_order_release);
+    else
+        atomic_store_explicit(
+            c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+            memory_order_release);
+}
 
 static inline bool tw__stopping(const struct tw_service *s)
 {

@@ -93,10 +93,15 @@ void tw__worker_notify_reap(struct tw_service *s)
  * sees the state and the deadline for itself. */
 static void take_message(struct tw_service *s, struct tw_handle *h)
 {
-    uint32_t w;
+    uint32_t w = tw__handle_settle(h);
 
-    atomic_fetch_and_explicit(&h->refs, ~TW__REF_CQ, memory_order_seq_cst);
-    w = tw__handle_settle(h);
+    /* Clear TW__CQ in the word we act on: a cancel or re-arm after this
+     * sends a message of its own. */
+    while (!atomic_compare_exchange_weak_explicit(&h->word, &w, w & ~TW__CQ,
+                                                  memory_order_acq_rel,
+                                                  memory_order_acquire))
+        w = tw__handle_settle(h);
+    tw__hb_acquire(h);
     if (tw_timer_pending(&h->timer)) {
         if (tw__st(w) == TW__CANCELLED) {
             tw_cancel(s->wheel, &h->timer);
@@ -206,8 +211,9 @@ static void finish(struct tw_service *s, struct tw_handle *h)
 void tw__worker_run(struct tw_service *s, struct tw_handle *h)
 {
     const struct tw_handle *was = tw__running;
+    struct tw__stripe *st = tw__stripe_mine(s);
 
-    atomic_fetch_add_explicit(&s->runs, 1, memory_order_relaxed);
+    tw__count(s, st, &st->runs);
     tw__running = h;
     h->cb(h, tw__arg(h));
     tw__running = was;
