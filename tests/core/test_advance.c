@@ -7,6 +7,7 @@
 #include <errno.h>
 
 #include "util.h"
+#include "wheel.h"
 
 static const enum tw_mode modes[] = {TW_HIER, TW_HASHED};
 #define EACH_MODE(m)                                                           \
@@ -143,6 +144,84 @@ Test(advance, thirty_days_in_one_call)
         cr_assert_eq(r[i].fired, 1);
         cr_assert_eq(r[i].seq, r[0].seq + i, "fired out of order");
     }
+    wheel_ok(w);
+    tw_destroy(w);
+}
+
+/* A long jump over single timers in coarse slots takes them straight to
+ * the expired list (hier.c, expire_singles). When that empties the wheel
+ * the cursor goes straight to the target: a callback's timer at or before
+ * the target is deferred to the next advance, one after it waits for its
+ * own tick. */
+struct jumper {
+    struct rec r;
+    struct rec *before, *after; /* scheduled by the callback */
+    uint64_t target;
+};
+
+static void schedule_around_target(struct tw_timer *t, void *arg)
+{
+    struct jumper *j = arg;
+
+    (void)t;
+    j->r.fired++;
+    j->r.at = tw_now(j->r.w);
+    cr_assert_eq(tw_schedule(j->r.w, &j->before->t, j->target - MS), 0);
+    cr_assert_eq(tw_schedule(j->r.w, &j->after->t, j->target + 10 * MS), 0);
+}
+
+Test(advance, long_jump_over_singles_ends_on_the_target)
+{
+    const uint64_t day = 86400 * SEC, target = 30 * day + 5 * MS;
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec b, c, before, after;
+    struct jumper a = {.before = &before, .after = &after, .target = target};
+
+    rec_init(&a.r, w);
+    tw_timer_init(&a.r.t, schedule_around_target, &a);
+    rec_init(&b, w);
+    rec_init(&c, w);
+    rec_init(&before, w);
+    rec_init(&after, w);
+    cr_assert_eq(tw_schedule(w, &a.r.t, 2 * day + 1), 0);
+    cr_assert_eq(tw_schedule(w, &b.t, 5 * day + 3 * MS), 0);
+    cr_assert_eq(tw_schedule(w, &c.t, 20 * day), 0);
+    cr_assert_eq(tw_advance(w, target), 3);
+    cr_assert_eq(w->cur, target / MS);
+    cr_assert_lt(b.seq, c.seq);
+    cr_assert_eq(a.r.at, target);
+    cr_assert_eq(before.fired, 0, "deferred, not run by the advance");
+    cr_assert_eq(tw_pending(w), 2);
+    cr_assert_eq(tw_next_deadline(w), target);
+    wheel_ok(w);
+    cr_assert_eq(tw_advance(w, target), 1);
+    cr_assert_eq(before.fired, 1);
+    cr_assert_eq(tw_advance(w, target + 10 * MS - 1), 0);
+    cr_assert_eq(tw_advance(w, target + 10 * MS), 1);
+    cr_assert_eq(after.at, target + 10 * MS);
+    wheel_ok(w);
+    tw_destroy(w);
+}
+
+/* The singles stop at a slot of two timers: the cursor settles on the
+ * last single's tick and that slot is demoted as usual; a single after it
+ * is taken by a later collect. All fire in order. */
+Test(advance, long_jump_singles_then_a_shared_slot)
+{
+    const uint64_t day = 86400 * SEC;
+    const uint64_t when[4] = {2 * day + 1, 7 * day + MS, 7 * day + 2 * MS,
+                              9 * day};
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec r[4];
+
+    for (int i = 3; i >= 0; i--) {
+        rec_init(&r[i], w);
+        cr_assert_eq(tw_schedule(w, &r[i].t, when[i]), 0);
+    }
+    cr_assert_eq(tw_advance(w, 30 * day), 4);
+    for (int i = 1; i < 4; i++)
+        cr_assert_eq(r[i].seq, r[0].seq + i, "fired out of order");
+    cr_assert_eq(w->cur, 30 * day / MS);
     wheel_ok(w);
     tw_destroy(w);
 }
