@@ -135,10 +135,18 @@ struct tw_service;
  * a jemalloc size class, against 96 with the tail.
  *
  * The 32-bit `refs` word holds, besides the reference count in its low
- * byte, what the handle would otherwise spend bytes of padding on: two
- * flags fixed at creation and the slot of its service in the registry
- * (registry.c), which stands for a pointer to the service. Adding or taking one reference leaves the rest alone: the
- * count never exceeds a handful (the caller, the service, one message).
+ * byte, two flags fixed at creation and the slot of its service in the
+ * registry (registry.c), which stands for an 8-byte pointer to the
+ * service. Adding or taking one reference leaves the rest alone: the count
+ * never exceeds a handful (the caller, the service, one message).
+ *
+ * Below 80 bytes (the next jemalloc class is 64) three fields would have
+ * to go, none of which the service can drop alone: the core's `cb`, always
+ * tw__worker_expire (the core calls it on expiry; a core that hands due
+ * timers back instead would free it for the service's callback); one of
+ * the two queue nodes (a message can be in cancelq while the handle
+ * travels newq or an executor list); the requested deadline beside the
+ * wheel's (the lazy re-arm writes it from any thread).
  */
 #define TW__REF_MASK 0xffu
 #define TW__HF_TAIL 0x200u        /* a struct tw__handle_tail follows */
