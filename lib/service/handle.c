@@ -89,11 +89,6 @@ void tw__handle_ref_unpublished(struct tw_handle *h)
     atomic_store_explicit(&h->refs, tw__fixed(h) + 1, memory_order_relaxed);
 }
 
-void tw__handle_ref(struct tw_handle *h)
-{
-    atomic_fetch_add_explicit(&h->refs, 1, memory_order_relaxed);
-}
-
 /* The release half makes this thread's writes to h visible to whoever frees
  * it; the acquire half makes the freeing thread see everyone's. */
 void tw__handle_unref(struct tw_handle *h)
@@ -172,7 +167,25 @@ void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
         tw__gate_let_go(s, why == TW__OUT_COMPLETED);
     if (release)
         release(tw__arg(h));
-    tw__handle_unref(h);
+    tw__handle_let_go(h);
+}
+
+/* Drop the service's reference to h, whose word is settled (the service
+ * lets go of it, or the worker took its message): at once if no message is
+ * queued, else leave it to the worker (TW__ORPHAN; service.h). */
+void tw__handle_let_go(struct tw_handle *h)
+{
+    uint32_t w = atomic_load_explicit(&h->word, memory_order_acquire);
+
+    do {
+        if (!(w & TW__CQ)) {
+            tw__handle_unref(h);
+            return;
+        }
+        tw__hb_release(h);
+    } while (!atomic_compare_exchange_weak_explicit(
+        &h->word, &w, w | TW__ORPHAN, memory_order_acq_rel,
+        memory_order_acquire));
 }
 
 static uint64_t mul_sat(uint64_t a, uint64_t b)
@@ -204,10 +217,10 @@ uint64_t tw__handle_next_deadline(const struct tw_service *s,
 /* Send h's message through the cancel queue. The caller holds h's word w
  * (CANCELLING or LOCKED) with TW__CQ set, and sends only if w had it clear:
  * one message carries every cancel and re-arm made before the worker takes
- * it (the worker reads the state and deadline only then). */
+ * it (the worker reads the state and deadline only then). TW__CQ keeps h
+ * alive meanwhile; the message takes no reference (service.h). */
 static void send_message(struct tw_service *s, struct tw_handle *h)
 {
-    tw__handle_ref(h);
     tw__mpsc_push(&s->cancelq, &h->cnode);
 }
 

@@ -24,7 +24,7 @@
  * has joined the worker and the executor.
  *
  * A handle's state word (32 bits: the state in the low 4, TW__WAITERS,
- * TW__CQ, a generation above, bumped by every re-arm) changes only by
+ * TW__CQ, TW__ORPHAN, a generation above, bumped by every re-arm) changes only by
  * compare-and-swap, so every race has a single winner; the generation
  * makes a worker that read a deadline and then claims the timer fail if a
  * re-arm came in between:
@@ -51,18 +51,25 @@
  * queue, or the thread running the callback. Whoever holds custody of a
  * cancelled handle drops it. The cancel queue carries messages, not
  * custody: "this handle was cancelled" or "this handle was re-armed to an
- * earlier deadline"; each message holds a reference of its own, and TW__CQ
- * in the state word says whether one is queued, so a handle is never in
- * the queue twice.
+ * earlier deadline"; TW__CQ in the state word says whether one is queued,
+ * so a handle is never in the queue twice. A message holds no reference:
+ * while TW__CQ is set, the service's reference is never dropped. Whoever
+ * lets go of the handle then (tw__handle_drop) sets TW__ORPHAN instead, by
+ * compare-and-swap on the settled word, and the worker, whose swap clears
+ * TW__CQ, drops the reference for it if it finds TW__ORPHAN; whichever of
+ * the two swaps comes second does the dropping. So the worker may read a
+ * handle it pops from cancelq until its own swap, and afterwards only if
+ * the handle is in the wheel (its custody).
  *
  * A re-arm to a later deadline only writes the deadline: when the wheel
  * fires the timer at the old one, the worker sees the new one and puts it
  * back (lazy, as most re-arms push a deadline back). A re-arm to an earlier
  * deadline sends a message so the worker moves it in the wheel (O(1)).
  *
- * References: one for the caller (until tw_handle_release()), one for the
- * service from schedule until the service lets go of the handle, and one
- * for each message in cancelq. Whoever drops the last frees the handle.
+ * References: one for the caller (until tw_handle_release()) and one for
+ * the service from schedule until the service lets go of the handle (and
+ * its message, if one is queued then, has been taken). Whoever drops the
+ * last frees the handle.
  *
  * Lifetime of the service against cancellers and re-armers: they touch the
  * service only while they hold CANCELLING or LOCKED, and find it through
@@ -111,7 +118,10 @@ enum tw__hstate {
  * canceller spends no read-modify-write on it; cleared by the worker's
  * compare-and-swap when it takes the message. */
 #define TW__CQ 0x20u
-#define TW__GEN_ONE 0x40u
+/* The service let go of the handle while TW__CQ was set: the worker drops
+ * the service's reference when it takes the message (see the top). */
+#define TW__ORPHAN 0x40u
+#define TW__GEN_ONE 0x80u
 
 static inline int tw__st(uint32_t w)
 {
@@ -163,7 +173,7 @@ struct tw_handle {
     struct cds_wfcq_node cnode; /* in cancelq (a message) */
     tw_service_callback *cb;
     _Atomic uint64_t deadline; /* written under LOCKED (or before publishing) */
-    _Atomic uint32_t word;     /* enum tw__hstate | TW__WAITERS | TW__CQ | gen */
+    _Atomic uint32_t word;     /* enum tw__hstate | TW__* flags | gen */
     _Atomic uint32_t refs;     /* count | TW__HF_* | slot */
 };
 
@@ -356,9 +366,9 @@ static inline struct tw_handle *tw__hlist_pop(struct tw__hlist *l)
 /* handle.c */
 struct tw_handle *tw__handle_new(struct tw_service *s,
                                  const struct tw_timer_spec *spec);
-void tw__handle_ref(struct tw_handle *h);
 void tw__handle_ref_unpublished(struct tw_handle *h);
 void tw__handle_unref(struct tw_handle *h);
+void tw__handle_let_go(struct tw_handle *h);
 uint32_t tw__handle_settle(struct tw_handle *h);
 bool tw__handle_cas(struct tw_handle *h, uint32_t *w, int to, bool bump);
 void tw__handle_put(struct tw_handle *h, uint32_t w, int to, bool bump);

@@ -90,19 +90,26 @@ void tw__worker_notify_reap(struct tw_service *s)
 
 /* A message about h, which is ours if it is still in the wheel: unlink it
  * if cancelled, move it if re-armed earlier. Anywhere else, whoever holds it
- * sees the state and the deadline for itself. */
+ * sees the state and the deadline for itself, and may free it as soon as
+ * our swap has cleared TW__CQ: we touch it afterwards only if it is in the
+ * wheel, or if its holder let go of it before (TW__ORPHAN: we drop the
+ * service's reference in its place). */
 static void take_message(struct tw_service *s, struct tw_handle *h)
 {
     uint32_t w = tw__handle_settle(h);
+    bool in_wheel = tw_timer_pending(&h->timer); /* only we change it */
 
     /* Clear TW__CQ in the word we act on: a cancel or re-arm after this
      * sends a message of its own. */
-    while (!atomic_compare_exchange_weak_explicit(&h->word, &w, w & ~TW__CQ,
-                                                  memory_order_acq_rel,
-                                                  memory_order_acquire))
+    tw__hb_release(h);
+    while (!atomic_compare_exchange_weak_explicit(
+        &h->word, &w, w & ~(TW__CQ | TW__ORPHAN), memory_order_acq_rel,
+        memory_order_acquire))
         w = tw__handle_settle(h);
     tw__hb_acquire(h);
-    if (tw_timer_pending(&h->timer)) {
+    if (w & TW__ORPHAN) {
+        tw__handle_unref(h);
+    } else if (in_wheel) {
         if (tw__st(w) == TW__CANCELLED) {
             tw_cancel(s->wheel, &h->timer);
             tw__handle_drop(s, h, TW__OUT_CANCELLED);
@@ -110,7 +117,6 @@ static void take_message(struct tw_service *s, struct tw_handle *h)
             tw_rearm(s->wheel, &h->timer, tw__deadline(h));
         }
     }
-    tw__handle_unref(h); /* the message's reference */
 }
 
 void tw__worker_reap(struct tw_service *s, bool wait)

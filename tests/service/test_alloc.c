@@ -278,3 +278,54 @@ Test(service_alloc, handles_fit_their_size_classes, .init = guarded)
     works_and_goes(s);
     cr_assert_eq(atomic_load(&releases), 1);
 }
+
+/*
+ * The service lets go of a handle while a message about it still waits in
+ * the cancel queue: A's callback re-arms B, due in the same tick behind it,
+ * to an earlier deadline, which queues a message; B then runs in the same
+ * advance and is let go of before the worker takes the message. The
+ * message holds no reference, so the worker must drop the service's
+ * reference when it takes it (TW__ORPHAN): B's release hook runs once and
+ * every block comes back, nothing freed twice.
+ */
+static struct tw_handle *later;
+static atomic_int rearmed;
+
+static void rearm_later(struct tw_handle *h, void *arg)
+{
+    (void)h;
+    (void)arg;
+    atomic_store(&rearmed,
+                 tw_handle_rearm_at(later, tw_handle_deadline(later) - 1));
+}
+
+Test(service_alloc, let_go_with_a_message_queued, .init = counted)
+{
+    struct tw_service_config cfg;
+    struct tw_service *s;
+    uint64_t at;
+
+    tw_service_config_init(&cfg, TW_HIER);
+    s = tw_service_create(&cfg, NULL);
+    cr_assert_not_null(s);
+    at = tw_service_now(s) + 50 * MS;
+    {
+        struct tw_timer_spec a = {.deadline = at, .cb = rearm_later};
+        struct tw_timer_spec b = {
+            .deadline = at, .cb = count_run, .release = count_release};
+
+        cr_assert_eq(tw_service_submit(s, &a, NULL), 0);
+        cr_assert_eq(tw_service_submit(s, &b, &later), 0);
+    }
+    wait_runs(1);
+    cr_assert_eq(atomic_load(&rearmed), 1, "B was re-armed before it ran");
+    for (uint64_t give_up = now_ns() + PATIENCE; stats(s).pending > 0;) {
+        cr_assert_lt(now_ns(), give_up, "B stayed pending");
+        sleep_ns(MS);
+    }
+    cr_assert_eq(atomic_load(&releases), 1);
+    cr_assert_eq(tw_handle_query(later), TW_HANDLE_DONE);
+    tw_handle_release(later);
+    works_and_goes(s);
+    cr_assert_eq(atomic_load(&releases), 1);
+}
