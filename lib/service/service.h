@@ -148,7 +148,7 @@ struct tw_service;
  * byte, two flags fixed at creation and the slot of its service in the
  * registry (registry.c), which stands for an 8-byte pointer to the
  * service. Adding or taking one reference leaves the rest alone: the count
- * never exceeds a handful (the caller, the service, one message).
+ * never exceeds two (the caller and the service; a message holds none).
  *
  * Below 80 bytes (the next jemalloc class is 64) three fields would have
  * to go, none of which the service can drop alone: the core's `cb`, always
