@@ -2,11 +2,13 @@
  * The registry of live services (lib/service/registry.c): a handle names
  * its service by a slot instead of a pointer. Handles of two services
  * reach their own; a slot given again after a destroy does not lead an old
- * handle into the new service; and a full registry makes
+ * handle into the new service; threads creating and destroying services at
+ * once keep each one's accounting its own; and a full registry makes
  * tw_service_create() answer -EAGAIN, taking nothing.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
 
 #include "../../lib/service/service.h"
 #include "timewheel.h"
@@ -113,4 +115,58 @@ Test(service_registry, create_reports_eagain_when_full)
         tw__registry_remove(&fake);
     }
     cr_assert_eq(alloc_live(), 0);
+}
+
+/* Threads creating and destroying services while their handles cancel
+ * through the registry: each service's counts are its own. */
+#define CHURN_THREADS 4
+#define CHURN_ROUNDS 25
+#define CHURN_TIMERS 8
+
+static void *churn(void *arg)
+{
+    int *bad = arg;
+
+    struct tw_service_config cfg;
+
+    /* No Criterion asserts here: they belong to the main thread. */
+    tw_service_config_init(&cfg, TW_HIER);
+    for (int r = 0; r < CHURN_ROUNDS; r++) {
+        struct tw_service *s = tw_service_create(&cfg, NULL);
+        struct tw_handle *h[CHURN_TIMERS] = {0};
+        struct tw_service_stats st;
+
+        if (!s) {
+            ++*bad;
+            continue;
+        }
+        for (int i = 0; i < CHURN_TIMERS; i++)
+            if (tw_service_schedule(s, 3600 * SEC, nop, NULL, &h[i]) != 0)
+                ++*bad;
+        for (int i = 0; i < CHURN_TIMERS / 2; i++)
+            if (tw_handle_cancel(h[i]) != 1)
+                ++*bad;
+        if (tw_service_stop(s, NULL, NULL) != 0 ||
+            tw_service_stats(s, &st) != 0 || st.cancelled != CHURN_TIMERS / 2 ||
+            st.returned != CHURN_TIMERS - CHURN_TIMERS / 2)
+            ++*bad;
+        if (tw_service_destroy(s) != 0)
+            ++*bad;
+        for (int i = 0; i < CHURN_TIMERS; i++)
+            tw_handle_release(h[i]);
+    }
+    return NULL;
+}
+
+Test(service_registry, services_come_and_go_on_threads)
+{
+    pthread_t tid[CHURN_THREADS];
+    int bad[CHURN_THREADS] = {0};
+
+    for (int t = 0; t < CHURN_THREADS; t++)
+        cr_assert_eq(pthread_create(&tid[t], NULL, churn, &bad[t]), 0);
+    for (int t = 0; t < CHURN_THREADS; t++) {
+        pthread_join(tid[t], NULL);
+        cr_assert_eq(bad[t], 0, "thread %d: %d wrong answers", t, bad[t]);
+    }
 }
