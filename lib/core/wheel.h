@@ -54,7 +54,7 @@ struct tw__level {
 };
 
 /* What insertion reads of level k, in ns, so that it never divides and
- * never computes a due tick. A deadline d belongs to the lowest level with
+ * never computes a due tick (but in the top levels, below). A deadline d belongs to the lowest level with
  * d <= last_ns (the boundary of its last tick, saturated). A deadline
  * d > start with due tick e in [base, last] lies in slot
  *     (e - base) / width = (d - org_ns) / width_ns,
