@@ -347,25 +347,52 @@ static void demote_slot(struct tw_wheel *w, unsigned k, uint32_t s)
     }
 }
 
-/* Take slot s of level k to the expired list if it holds a single timer
- * due by the advance's target (defer_ns is that tick's boundary while
- * advancing); its bits are cleared and the level's digit moves to s.
- * Inline in both of its calls: a long jump makes one per timer. */
-static inline __attribute__((always_inline)) bool
-take_single(struct tw_wheel *w, unsigned k, uint32_t s)
+/* Take the slots of word wi of level k's bitmap to the expired list, in
+ * slot order, while each holds a single timer due by the advance's target
+ * (defer_ns is that tick's boundary while advancing). The word's lowest
+ * bits are the level's next slots, since occupied slots lie after pos, so
+ * the bits are walked in a copy of the word, lowest first, and written
+ * back once. Returns true when the whole word was taken (its summary bit
+ * is then cleared); *last is the last slot taken, *n counts them. */
+static bool take_word(struct tw_wheel *w, struct tw__level *lv,
+                      struct tw_link *slot0, uint32_t wi, uint32_t *last,
+                      unsigned *n)
+{
+    uint64_t left = lv->bits.words[wi];
+
+    while (left) {
+        uint32_t s = (wi << 6) | (uint32_t)__builtin_ctzll(left);
+        struct tw_link *head = slot0 + s;
+        struct tw_timer *t = tw__list_timer(head->next);
+
+        if (head->next != head->prev || t->deadline > w->defer_ns)
+            break;
+        tw__list_init(head);
+        tw__list_push_back(&w->expired, &t->link);
+        left &= left - 1;
+        *last = s;
+        ++*n;
+    }
+    lv->bits.words[wi] = left;
+    if (left)
+        return false;
+    lv->bits.summary &= ~(UINT64_C(1) << wi);
+    return true;
+}
+
+/* take_word() over level k, word after word; true when the level was
+ * emptied (its occupied bit is then cleared). */
+static bool take_level(struct tw_wheel *w, unsigned k, uint32_t *last,
+                       unsigned *n)
 {
     struct tw__level *lv = &w->levels[k];
-    struct tw_link *head = w->place[k].slot0 + s;
-    struct tw_timer *t = tw__list_timer(head->next);
+    struct tw_link *slot0 = w->place[k].slot0;
 
-    if (head->next != head->prev || t->deadline > w->defer_ns)
-        return false;
-    tw__list_init(head);
-    tw__bitmap_clear(&lv->bits, s);
-    if (!lv->bits.summary)
-        w->occupied &= ~(UINT64_C(1) << k);
-    lv->pos = s;
-    tw__list_push_back(&w->expired, &t->link);
+    while (lv->bits.summary)
+        if (!take_word(w, lv, slot0,
+                       (uint32_t)__builtin_ctzll(lv->bits.summary), last, n))
+            return false;
+    w->occupied &= ~(UINT64_C(1) << k);
     return true;
 }
 
@@ -374,36 +401,43 @@ take_single(struct tw_wheel *w, unsigned k, uint32_t s)
  * by the target needs no demotion: nothing is pending below level k nor
  * earlier in it, so that timer is the next to run. Such slots are taken
  * one after the other, in tick order, straight to the expired list, while
- * the next piece of work is one (the lower levels stay empty meanwhile, so
- * only the digit of the level taken from changes); then cur moves once to
- * the due tick of the last timer taken, as its demotions would have, so
- * that every expired timer is due by cur when the callbacks run; or, when
- * that emptied the wheel, straight to the target, where the advance's
- * next collect would jump (one settling of the levels instead of two).
- * This saves one collect per level each timer would have passed, and the
+ * the next piece of work is one: the rest of level k in slot order, then,
+ * if that empties it, the next non-empty level (the levels below stay
+ * empty meanwhile, so no digit needs to move). Then cur moves once to the
+ * due tick of the last timer taken, as its demotions would have, so that
+ * every expired timer is due by cur when the callbacks run; or, when that
+ * emptied the wheel, straight to the target, where the advance's next
+ * collect would jump (one settling of the levels instead of two). This
+ * saves one collect per level each timer would have passed, and the
  * levels' rebasing in between: a 30-day jump over 10 timers is one
- * collect. The
+ * collect, and each timer a few instructions of it (a bit of a word). The
  * callbacks run after, in order; an unbounded advance may collect ahead
  * of them, as flush_ticks() does (a timer they schedule by the target is
  * deferred; one they cancel does not run). A bounded advance demotes as
  * usual, to stop on each timer's own tick. Returns false, changing
- * nothing, when slot s is not such a slot.
+ * nothing, when the level's next slot is not such a slot.
  */
-static bool expire_singles(struct tw_wheel *w, unsigned k, uint32_t s,
-                           uint64_t target)
+static bool expire_singles(struct tw_wheel *w, unsigned k, uint64_t target)
 {
-    unsigned last_k = k;
-    uint32_t last_s = s;
+    unsigned n = 0, last_k = k;
+    uint32_t last_s = 0;
     const struct tw__level *lv;
-    bool more;
 
-    if (!take_single(w, k, s))
-        return false;
-    while ((more = next_slot(w, &k, &s)) && k > 0 && take_single(w, k, s)) {
-        last_k = k;
-        last_s = s;
+    for (;;) {
+        unsigned before = n;
+        bool emptied = take_level(w, k, &last_s, &n);
+
+        if (n != before)
+            last_k = k;
+        if (!emptied || !w->occupied)
+            break;
+        k = (unsigned)__builtin_ctzll(w->occupied);
+        if (k == 0)
+            break;
     }
-    if (!more) {
+    if (n == 0)
+        return false;
+    if (!w->occupied) {
         jump(w, target);
         return true;
     }
@@ -431,7 +465,7 @@ bool tw__hier_collect(struct tw_wheel *w, uint64_t target, bool batch)
     if (k == 0) {
         s = flush_ticks(w, s, batch ? target : tick);
         move_to(w, 0, s, w->levels[0].base + s);
-    } else if (!batch || !expire_singles(w, k, s, target)) {
+    } else if (!batch || !expire_singles(w, k, target)) {
         move_to(w, k, s, tick);
         demote_slot(w, k, s);
     }

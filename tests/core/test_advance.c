@@ -203,25 +203,76 @@ Test(advance, long_jump_over_singles_ends_on_the_target)
     tw_destroy(w);
 }
 
-/* The singles stop at a slot of two timers: the cursor settles on the
- * last single's tick and that slot is demoted as usual; a single after it
- * is taken by a later collect. All fire in order. */
+/* The singles, from the day wheel and then the 64-day level, stop at a
+ * slot of two timers: the cursor settles on the last single's tick (in
+ * the 64-day level) and that slot is demoted as usual; a single after it
+ * is taken by a later collect. All fire in order, each seeing a wheel that
+ * passes tw_check() and its own tick reached. */
+static int fired_order;
+
+static void check_on_fire(struct tw_timer *t, void *arg)
+{
+    struct rec *r = arg;
+
+    wheel_ok(r->w);
+    cr_assert_leq(tw__due_tick(r->w, tw_timer_deadline(t)), r->w->cur);
+    r->fired++;
+    r->seq = ++fired_order;
+}
+
 Test(advance, long_jump_singles_then_a_shared_slot)
 {
     const uint64_t day = 86400 * SEC;
-    const uint64_t when[4] = {2 * day + 1, 7 * day + MS, 7 * day + 2 * MS,
-                              9 * day};
+    const uint64_t when[5] = {5 * 3600 * SEC, 2 * day + 1, 7 * day + MS,
+                              7 * day + 2 * MS, 9 * day};
     struct tw_wheel *w = wheel_new(TW_HIER);
-    struct rec r[4];
+    struct rec r[5];
 
-    for (int i = 3; i >= 0; i--) {
+    for (int i = 4; i >= 0; i--) {
         rec_init(&r[i], w);
+        tw_timer_init(&r[i].t, check_on_fire, &r[i]);
         cr_assert_eq(tw_schedule(w, &r[i].t, when[i]), 0);
     }
-    cr_assert_eq(tw_advance(w, 30 * day), 4);
-    for (int i = 1; i < 4; i++)
-        cr_assert_eq(r[i].seq, r[0].seq + i, "fired out of order");
+    cr_assert_eq(tw_advance(w, 30 * day), 5);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(r[i].seq, i + 1, "fired out of order");
     cr_assert_eq(w->cur, 30 * day / MS);
+    wheel_ok(w);
+    tw_destroy(w);
+}
+
+/* The singles are walked word by word through a level's bitmap: a level
+ * of 200 slots (four words) with single timers in three of its words, a
+ * shared slot in the third, more singles after it and one a level up. One
+ * advance runs them all, in order of due tick, and leaves the wheel
+ * checked. */
+Test(advance, long_jump_singles_across_bitmap_words)
+{
+    static const uint32_t layout[] = {4, 200};
+    const uint64_t slot[] = {3, 63, 64, 70, 130, 130, 131, 199, 260, 900};
+    enum { N = sizeof(slot) / sizeof(slot[0]) };
+    struct tw_config cfg;
+    struct tw_wheel *w;
+    struct rec r[N];
+    int err;
+
+    tw_config_init(&cfg, TW_HIER);
+    cfg.slots = layout;
+    cfg.levels = 2;
+    w = tw_create(&cfg, &err);
+    cr_assert_not_null(w);
+    /* Tick 4 s + 1 of level 1's slot s (slots 200 and up: level 2); the
+     * two timers of slot 130 one tick apart. */
+    for (int i = N - 1; i >= 0; i--) {
+        rec_init(&r[i], w);
+        cr_assert_eq(tw_schedule(w, &r[i].t, (4 * slot[i] + 1 + (i == 5)) * MS),
+                     0);
+    }
+    wheel_ok(w);
+    cr_assert_eq(tw_advance(w, 4000 * MS), N);
+    for (int i = 1; i < N; i++)
+        cr_assert_eq(r[i].seq, r[i - 1].seq + 1, "timer %d out of order", i);
+    cr_assert_eq(w->cur, 4000);
     wheel_ok(w);
     tw_destroy(w);
 }
