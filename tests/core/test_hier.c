@@ -312,6 +312,45 @@ Test(hier, reciprocal_slot_equals_the_division)
     }
 }
 
+/* The fast paths of schedule and re-arm do not test whether a level is
+ * placed by due tick: such a level computes its slot 0, always empty, and
+ * the call takes the general path (timer.c). Timers moved into, within
+ * and out of those levels, with company in every list they leave, must
+ * land where the checker expects and fire. */
+Test(hier, rearm_into_and_out_of_levels_placed_by_due_tick)
+{
+    const uint64_t far = UINT64_MAX / 2, near = 5 * SEC;
+    struct tw_config cfg;
+    struct tw_wheel *w;
+    struct rec r[4];
+
+    tw_config_init(&cfg, TW_HIER);
+    cfg.tick_ns = 999983;
+    w = tw_create(&cfg, NULL);
+    cr_assert_not_null(w);
+    cr_assert_lt(w->nexact, w->nlevels);
+    cr_assert_gt(far, w->place[w->nexact - 1].last_ns, "far is placed by tick");
+    for (int i = 0; i < 4; i++)
+        rec_init(&r[i], w);
+    cr_assert_eq(tw_schedule(w, &r[0].t, near), 0);
+    cr_assert_eq(tw_schedule(w, &r[1].t, near + 1), 0);
+    cr_assert_eq(tw_schedule(w, &r[2].t, far), 0);
+    cr_assert_eq(tw_schedule(w, &r[3].t, far + 1), 0);
+    wheel_ok(w);
+    cr_assert_eq(tw_rearm(w, &r[0].t, far + 2), 1); /* into */
+    wheel_ok(w);
+    cr_assert_eq(tw_rearm(w, &r[0].t, far + 3), 1); /* within */
+    wheel_ok(w);
+    cr_assert_eq(tw_rearm(w, &r[2].t, near + 2), 1); /* out of */
+    wheel_ok(w);
+    cr_assert_eq(tw_timer_deadline(&r[0].t), far + 3);
+    cr_assert_eq(tw_advance(w, near + SEC), 2);
+    cr_assert(r[1].fired && r[2].fired && !r[0].fired);
+    cr_assert_eq(tw_advance(w, UINT64_MAX), 2);
+    cr_assert(r[0].fired && r[3].fired);
+    tw_destroy(w);
+}
+
 #define DAY (24 * 3600 * SEC)
 
 struct chain {
