@@ -94,6 +94,14 @@ static void make_key(void)
                           memory_order_relaxed);
 }
 
+/* When the library is unloaded (dlclose, or the end of the process), no
+ * thread that exits later may call unclaim(), which is gone with it. */
+__attribute__((destructor)) static void drop_key(void)
+{
+    if (atomic_load_explicit(&key_made, memory_order_relaxed))
+        pthread_key_delete(key);
+}
+
 /* A free index for this thread, or TW__STRIPES (the shared stripe). */
 static unsigned claim(void)
 {
@@ -178,8 +186,12 @@ void tw__gate_leave(struct tw_service *s, struct tw__stripe *st)
 void tw__gate_close(struct tw_service *s)
 {
     atomic_store_explicit(&s->closed, true, memory_order_seq_cst);
-    if (atomic_load_explicit(&asym, memory_order_relaxed))
-        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    /* The expedited barrier needs the registration, which a child of
+     * fork() may not have inherited: then the global one, slower (it waits
+     * for a grace period) but registered by no one. */
+    if (atomic_load_explicit(&asym, memory_order_relaxed) &&
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
+        syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
     for (unsigned i = 0; i <= TW__STRIPES; i++)
         while (atomic_load_explicit(&s->stripes[i].inside,
                                     memory_order_acquire))
