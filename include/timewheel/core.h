@@ -287,6 +287,14 @@ TW_PUBLIC size_t tw_pending(const struct tw_wheel *w);
 TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
                               uint64_t max_run);
 
+/* The idle advance is the common case: laid out as the straight path, so
+ * that it takes no branch (where the compiler knows how). */
+#if defined(__GNUC__) || defined(__clang__)
+#define TW__LIKELY(x) __builtin_expect(!!(x), 1)
+#else
+#define TW__LIKELY(x) (x)
+#endif
+
 #ifdef TW__ADVANCE_EXTERN
 /* Only lib/core/advance.c, which defines the exported twins of the two
  * inline functions below. */
@@ -313,7 +321,7 @@ static inline int64_t tw_advance(struct tw_wheel *w, uint64_t now)
      * struct, suitably converted, points to its first member). */
     struct tw_wheel_head *h = (struct tw_wheel_head *)(void *)w;
 
-    if (w && now < h->idle_ns && now >= h->now) {
+    if (TW__LIKELY(w && now < h->idle_ns && now >= h->now)) {
         h->now = now;
         return 0;
     }
@@ -331,7 +339,7 @@ static inline int64_t tw_advance_bounded(struct tw_wheel *w, uint64_t now,
 {
     struct tw_wheel_head *h = (struct tw_wheel_head *)(void *)w;
 
-    if (w && now < h->idle_ns && now >= h->now && max_run) {
+    if (TW__LIKELY(w && now < h->idle_ns && now >= h->now && max_run)) {
         h->now = now;
         return 0;
     }

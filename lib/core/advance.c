@@ -147,7 +147,8 @@ TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
 TW_PUBLIC int64_t tw_advance_bounded(struct tw_wheel *w, uint64_t now,
                                      uint64_t max_run)
 {
-    if (w && now < w->head.idle_ns && now >= w->head.now && max_run) {
+    if (TW__LIKELY(w && now < w->head.idle_ns && now >= w->head.now &&
+                   max_run)) {
         w->head.now = now;
         return 0;
     }
