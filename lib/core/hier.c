@@ -320,30 +320,57 @@ static uint32_t flush_ticks(struct tw_wheel *w, uint32_t s, uint64_t target)
     return last;
 }
 
+/* Put t, taken from a slot being demoted, where it now belongs: on the
+ * expired list when it is due by due_ns, else one level down or more. */
+static void place_demoted(struct tw_wheel *w, struct tw_link *n,
+                          uint64_t due_ns)
+{
+    struct tw_timer *t = tw__list_timer(n);
+
+    if (t->deadline <= due_ns)
+        tw__list_push_back(&w->expired, &t->link);
+    else
+        tw__hier_insert(w, t);
+}
+
 /* Demote the timers of slot s of level k > 0, whose start cur has just
  * reached: each goes one level down or more, or is due now. The batch is
- * walked without unlinking, since every node is relinked elsewhere. */
+ * walked without unlinking, since every node is relinked elsewhere.
+ *
+ * The walk is a chain of dependent loads (a node's address is in the node
+ * before it), which a large wheel misses in the cache at every step. The
+ * list is circular and doubly linked, so it is walked from both ends at
+ * once: two independent chains, two misses in flight instead of one. The
+ * order of timers due in the same tick is unspecified (core.h), so the
+ * order in which they reach their new slots does not matter. */
 static void demote_slot(struct tw_wheel *w, unsigned k, uint32_t s)
 {
     struct tw__level *lv = &w->levels[k];
     struct tw_link *head = &w->slots[lv->first + s];
-    struct tw_link *n = head->next;
+    struct tw_link *a = head->next, *b = head->prev;
     uint64_t due_ns = tw__tick_time(w, w->cur);
 
     tw__list_init(head);
     tw__bitmap_clear(&lv->bits, s);
     if (!lv->bits.summary)
         w->occupied &= ~(UINT64_C(1) << k);
-    while (n != head) {
-        struct tw_link *next = n->next;
-        struct tw_timer *t = tw__list_timer(n);
+    if (a == head)
+        return;
+    for (;;) {
+        struct tw_link *an, *bp;
 
-        /* Its due tick is at or after cur, the start of this slot. */
-        if (t->deadline <= due_ns)
-            tw__list_push_back(&w->expired, &t->link);
-        else
-            tw__hier_insert(w, t);
-        n = next;
+        if (a == b) { /* an odd count: the middle node */
+            place_demoted(w, a, due_ns);
+            return;
+        }
+        an = a->next; /* read both before either node is relinked */
+        bp = b->prev;
+        place_demoted(w, a, due_ns);
+        place_demoted(w, b, due_ns);
+        if (an == b) /* an even count: the two walks have met */
+            return;
+        a = an;
+        b = bp;
     }
 }
 
