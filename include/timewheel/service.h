@@ -62,8 +62,6 @@ enum tw_handle_state {
 /*
  * How to build a service. Fill it with tw_service_config_init().
  *  mode, tick_ns, slots, levels   the wheel, as in struct tw_config.
- *  executor_threads  0: callbacks run one by one on the worker thread;
- *                    N (at most 1024): on a pool of N threads.
  *                    In hashed mode a tick under 1 ms is raised to 1 ms
  *                    (TW_SERVICE_MIN_HASHED_TICK_NS), as Netty does: a
  *                    worker that wakes every tick cannot keep up below it.
@@ -95,7 +93,8 @@ struct tw_service_config {
 };
 
 /* The defaults tw_service_config_init() sets: at most 2^22 timers held
- * (512 MiB of handles), refuse while the worker is 1 s behind the queue
+ * (320 MiB of one-shot handles, 384 MiB if every timer is periodic or has
+ * a release hook), refuse while the worker is 1 s behind the queue
  * (a burst of 10^6 schedules at once still goes through on a loaded
  * machine). */
 #define TW_SERVICE_DEFAULT_MAX_PENDING ((size_t)1 << 22)

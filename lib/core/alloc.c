@@ -3,8 +3,9 @@
  * timer: those belong to the caller) comes from tw_alloc() and goes back
  * through tw_free(), in every layer.
  *
- * The default is jemalloc's non-standard API, where sdallocx() takes the size
- * back so jemalloc skips its size lookup on free; `make ALLOC=libc` builds
+ * The default is jemalloc: its malloc() (or mallocx() when the name malloc
+ * is bound to another allocator, below), and sdallocx(), which takes the
+ * size back so jemalloc skips its size lookup on free; `make ALLOC=libc` builds
  * the same library on malloc() and free(). An embedder may replace either
  * with tw_set_allocator(), as libuv's uv_replace_allocator() allows, but only
  * before the library's first allocation: a block must go back to the

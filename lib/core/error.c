@@ -21,7 +21,8 @@ TW_PUBLIC const char *tw_strerror(int err)
     case -EPROTO:
         return "wheel invariant broken";
     case -EAGAIN:
-        return "too many pending timers";
+        return "resource temporarily unavailable (too many pending timers or "
+               "services, or the service is behind)";
     case -ESHUTDOWN:
         return "timer service is stopped";
     case -EDEADLK:

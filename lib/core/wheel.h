@@ -1,7 +1,7 @@
 /*
  * The wheel object shared by both designs, and the internal interface between
- * the mode-independent driver (wheel.c) and the two designs (hier.c,
- * hashed.c). Never installed.
+ * the mode-independent driver (advance.c), the wheel object (wheel.c) and
+ * the two designs (hier.c, hashed.c). Never installed.
  *
  * Time inside the wheel is counted in ticks since start_ns. A timer's due
  * tick is the first tick boundary at or after its deadline:

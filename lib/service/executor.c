@@ -21,7 +21,7 @@
 
 /* Claim h (DISPATCHED -> RUNNING) and run it. Re-armed while queued, it is
  * PENDING again and goes back to the worker; cancelled while queued
- * (DISPATCHED -> CANCELLED directly), it is let go of. */
+ * (DISPATCHED -> CANCELLING -> CANCELLED), it is let go of. */
 static void take(struct tw_service *s, struct tw_handle *h)
 {
     for (;;) {

@@ -5,8 +5,9 @@
  *
  * Stripes. A service has TW__STRIPES cache lines of counters that each
  * belong to one thread, and one more, the shared stripe, for everyone else.
- * A thread claims a free stripe index for itself at its first schedule or
- * cancel on any service (one compare-and-swap on a process-wide bitmap) and
+ * A thread claims a free stripe index for itself at the first count it
+ * makes on any service (a schedule or cancel; for the worker, executor
+ * threads and stop, the first run or let-go) (one compare-and-swap on a process-wide bitmap) and
  * gives it back when it exits (a pthread key's destructor); it then owns
  * stripe i of every service. Only the owner writes an owned stripe, so it
  * counts with a plain load and store (a relaxed load, a release store: no

@@ -107,7 +107,7 @@ static uint32_t with(uint32_t w, int to, bool bump)
 }
 
 /* Move h from the word *w to state `to` (bumping the generation if bump),
- * keeping TW__WAITERS; on failure *w is the word found. */
+ * keeping the flags (TW__WAITERS, TW__CQ, TW__ORPHAN); on failure *w is the word found. */
 bool tw__handle_cas(struct tw_handle *h, uint32_t *w, int to, bool bump)
 {
     bool won;

@@ -54,7 +54,7 @@
  * earlier deadline"; TW__CQ in the state word says whether one is queued,
  * so a handle is never in the queue twice. A message holds no reference:
  * while TW__CQ is set, the service's reference is never dropped. Whoever
- * lets go of the handle then (tw__handle_drop) sets TW__ORPHAN instead, by
+ * lets go of the handle then (tw__handle_let_go, called by tw__handle_drop) sets TW__ORPHAN instead, by
  * compare-and-swap on the settled word, and the worker, whose swap clears
  * TW__CQ, drops the reference for it if it finds TW__ORPHAN; whichever of
  * the two swaps comes second does the dropping. So the worker may read a

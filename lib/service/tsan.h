@@ -9,7 +9,7 @@
  * sees none of our atomics, so it would report races between what it wrote
  * before a schedule and what its callback reads, what its callback wrote
  * and what it reads after tw_handle_cancel_wait() or a query saying DONE,
- * and between our zeroing of a handle and its free on another thread. So
+ * and between our initialisation of a handle and its free on another thread. So
  * the library also calls __tsan_release() and __tsan_acquire() through
  * weak references: in a program without TSan they are NULL and cost a
  * test; in a program with TSan they resolve to its runtime, and the
