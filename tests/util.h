@@ -35,6 +35,8 @@ struct tw_wheel *wheel_new_at(enum tw_mode mode, uint64_t start);
 void rec_init(struct rec *r, struct tw_wheel *w);
 /* Assert that tw_check() passes. */
 void wheel_ok(const struct tw_wheel *w);
+/* A service of mode with the default configuration; asserts it exists. */
+struct tw_service *default_service(enum tw_mode mode);
 /* CLOCK_MONOTONIC in ns, and a sleep of ns, for the service's tests. */
 uint64_t now_ns(void);
 void sleep_ns(uint64_t ns);

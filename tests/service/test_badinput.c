@@ -20,17 +20,6 @@ static void count_cb(struct tw_handle *h, void *arg)
     (void)arg;
 }
 
-static struct tw_service *service(enum tw_mode mode)
-{
-    struct tw_service_config cfg;
-    struct tw_service *s;
-
-    tw_service_config_init(&cfg, mode);
-    s = tw_service_create(&cfg, NULL);
-    cr_assert_not_null(s);
-    return s;
-}
-
 Test(badinput_service, create_refuses_what_tw_create_refuses)
 {
     static const uint32_t one[] = {1}, two[] = {64, 64};
@@ -56,7 +45,7 @@ Test(badinput_service, create_refuses_what_tw_create_refuses)
 
 Test(badinput_service, periodic_refusals)
 {
-    struct tw_service *s = service(TW_HIER);
+    struct tw_service *s = default_service(TW_HIER);
     struct tw_handle *h = (struct tw_handle *)&s;
 
     cr_assert_eq(tw_service_schedule_periodic(NULL, MS, MS, TW_FIXED_RATE,
@@ -86,7 +75,7 @@ Test(badinput_service, periodic_refusals)
 /* Stop with no function drops what it would hand back, and counts it. */
 Test(badinput_service, stop_without_handback_function)
 {
-    struct tw_service *s = service(TW_HASHED);
+    struct tw_service *s = default_service(TW_HASHED);
     struct tw_service_stats st;
     struct tw_handle *h;
 
@@ -113,7 +102,7 @@ static void destroy_in_fn(const struct tw_handback *t, void *ctx)
 
 Test(badinput_service, destroy_from_handback_is_refused)
 {
-    struct tw_service *s = service(TW_HIER);
+    struct tw_service *s = default_service(TW_HIER);
     int rc = 1;
 
     cr_assert_eq(tw_service_schedule(s, 3600 * SEC, count_cb, &s, NULL), 0);

@@ -20,17 +20,6 @@ static void nop(struct tw_handle *h, void *arg)
     (void)arg;
 }
 
-static struct tw_service *service(void)
-{
-    struct tw_service_config cfg;
-    struct tw_service *s;
-
-    tw_service_config_init(&cfg, TW_HIER);
-    s = tw_service_create(&cfg, NULL);
-    cr_assert_not_null(s);
-    return s;
-}
-
 static uint64_t cancelled(struct tw_service *s)
 {
     struct tw_service_stats st;
@@ -49,7 +38,7 @@ static struct tw_handle *hour_out(struct tw_service *s)
 
 Test(service_registry, handles_reach_their_own_service)
 {
-    struct tw_service *a = service(), *b = service();
+    struct tw_service *a = default_service(TW_HIER), *b = default_service(TW_HIER);
     struct tw_handle *ha = hour_out(a), *hb = hour_out(b);
 
     cr_assert_eq(tw_handle_cancel(hb), 1);
@@ -68,11 +57,11 @@ Test(service_registry, handles_reach_their_own_service)
  * handle, handed back by the destroy, must not reach c. */
 Test(service_registry, old_handle_never_reaches_the_slots_next_service)
 {
-    struct tw_service *a = service(), *c;
+    struct tw_service *a = default_service(TW_HIER), *c;
     struct tw_handle *h = hour_out(a);
 
     cr_assert_eq(tw_service_destroy(a), 0);
-    c = service();
+    c = default_service(TW_HIER);
     cr_assert_eq(tw_handle_query(h), TW_HANDLE_RETURNED);
     cr_assert_eq(tw_handle_cancel(h), 0);
     cr_assert_eq(tw_handle_rearm(h, SEC), 0);
