@@ -2,9 +2,10 @@
  * The hard stop of a cell: what makes the per-cell time budget a bound and
  * not only a plan.
  *
- * The runner arms it before each cell with the cell's deadline. The replay
- * loop (ops_run) and the workloads' own long loops call stop_check() every
- * so often with how far through their loop they are; once the real clock is
+ * The runner arms it before each call of a cell (one per repetition) with
+ * the deadline that what is left of the cell's budget gives. The replay loop
+ * (ops_run) and the workloads' own long loops call stop_check() every so
+ * often with how far through their loop they are; once the real clock is
  * past the deadline it returns true, and keeps doing so until the next
  * stop_arm(), so every loop of the repetition gives up at once. A workload
  * records nothing from a repetition during which stop_hit() became true, and

@@ -365,8 +365,9 @@ static void run(void *seq, const struct impl *im, struct wl_plan *plan,
         wl_note(out, 1, "not run: only hier and libuv");
         return;
     }
-    /* Always one untimed repetition: it is no dearer than a timed one. */
-    if (!rep(seq, wheel, out, false))
+    /* Always one untimed repetition first: it is no dearer than a timed
+     * one. */
+    if (plan->round == 0 && !rep(seq, wheel, out, false))
         return;
     for (unsigned r = 0; wl_more(plan, r); r++)
         if (!rep(seq, wheel, out, true))

@@ -64,7 +64,7 @@ static void memory_once(struct memory *m, const struct impl *im,
 static void memory_run(void *seq, const struct impl *im, struct wl_plan *plan,
                        struct wl_result *out)
 {
-    for (unsigned r = 0; r < MEMORY_REPS && wl_more(plan, r); r++)
+    for (unsigned r = 0; plan->round + r < MEMORY_REPS && wl_more(plan, r); r++)
         memory_once(seq, im, out);
 }
 

@@ -1,9 +1,12 @@
 /*
  * The workload interface. A workload turns (variant, size) into one
- * operation sequence (prepare), replays it on one implementation a planned
- * number of times while timing it (run), and frees it (release). The runner
- * (runner.c) calls prepare once per (variant, size) and run once per
- * implementation, so every implementation replays the same sequence.
+ * operation sequence (prepare), replays it on one implementation while
+ * timing it (run), and frees it (release). The runner (runner.c) calls
+ * prepare once per (variant, size), then run once per repetition of each
+ * implementation, round after round (the first repetition of every
+ * implementation, then the second...), so every implementation replays the
+ * same sequence in the same stretches of time. Each call adds its values to
+ * the cell's one wl_result; a cell whose call adds none gets no more calls.
  */
 #ifndef BENCH_WORKLOAD_H
 #define BENCH_WORKLOAD_H
@@ -56,13 +59,19 @@ struct wl_result {
     char note[WL_MAX_METRICS][WL_NOTE];
 };
 
-/* How much one cell may run. */
+/* How much one call of run() may do. The runner calls run() once per
+ * repetition (reps 1), round counting them; a workload keeps what it must
+ * between the calls of one cell in ctx and keep. */
 struct wl_plan {
     unsigned reps;    /* timed repetitions wanted */
+    unsigned round;   /* which repetition of the cell this call is, from 0 */
     bool warmup;      /* one untimed repetition first */
     double budget_s;  /* the cell's budget */
     uint64_t stop_ns; /* no repetition may end after this (real clock) */
     uint64_t rep_ns;  /* wl_more(): when the last repetition started */
+    uint64_t keep;    /* the workload's own, 0 at a cell's first call */
+    void *ctx; /* an im context kept between the calls; NULL at the first,
+                * the runner destroys it after the last */
 };
 
 /* The suites (harness/suite.c); a workload lists its sizes for each. */
