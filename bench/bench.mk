@@ -4,7 +4,7 @@
 #
 #   make bench          install what it needs, build build/bench/twbench, run
 #                       the service benchmark (bench/service, 10 s), then the
-#                       quick suite (about 2 min 40 s on 2 cores)
+#                       quick suite (about 2 min 30 s on 2 cores)
 #   make bench-full     the same at full sizes, up to 10^7 timers (long)
 #   make bench-smoke    build twbench and run it once on tiny sizes (CI)
 #   make bench-docs     copy the last full run's plots into docs/img/
