@@ -58,9 +58,28 @@ int tw__hashed_layout(struct tw_wheel *w, const struct tw_config *cfg)
     return 0;
 }
 
+/* t sits in the bucket of tick cur: due now exactly when its deadline is at
+ * or before that tick's boundary (no rounds left); then it goes to the
+ * expired list, else it stays for another revolution. */
+static void visit(struct tw_wheel *w, struct tw_link *n, uint64_t due_ns)
+{
+    struct tw_timer *t = tw__list_timer(n);
+
+    if (t->deadline <= due_ns) {
+        tw__list_unlink(&t->link);
+        tw__list_push_back(&w->expired, &t->link);
+    }
+}
+
+/* Walk the bucket of the next tick. A bucket holds every timer of its
+ * residue class (n / slots of them), and each visit is a dependent load, a
+ * cache miss once the bucket is cold; so the list is walked from both ends
+ * at once, two independent chains, as hier.c demotes a slot. Each node's
+ * neighbour is read before the node may be unlinked; the timers due here
+ * are all due at tick cur, whose order is unspecified. */
 bool tw__hashed_collect(struct tw_wheel *w, uint64_t target)
 {
-    struct tw_link *head, *n;
+    struct tw_link *head, *a, *b;
     uint64_t due_ns;
 
     if (w->cur >= target)
@@ -68,16 +87,26 @@ bool tw__hashed_collect(struct tw_wheel *w, uint64_t target)
     w->cur++;
     due_ns = tw__tick_time(w, w->cur);
     head = &w->slots[w->cur & w->mask];
-    for (n = head->next; n != head;) {
-        struct tw_timer *t = tw__list_timer(n);
+    a = head->next;
+    b = head->prev;
+    if (a == head)
+        return true;
+    for (;;) {
+        struct tw_link *an, *bp;
 
-        n = n->next;
-        if (t->deadline <= due_ns) { /* no rounds left */
-            tw__list_unlink(&t->link);
-            tw__list_push_back(&w->expired, &t->link);
+        if (a == b) { /* an odd count: the middle node */
+            visit(w, a, due_ns);
+            return true;
         }
+        an = a->next;
+        bp = b->prev;
+        visit(w, a, due_ns);
+        visit(w, b, due_ns);
+        if (an == b) /* an even count: the walks have met */
+            return true;
+        a = an;
+        b = bp;
     }
-    return true;
 }
 
 int tw__hashed_check(const struct tw_wheel *w, char *why, size_t len)
