@@ -30,14 +30,17 @@
  *    every pending timer.
  *  - Timers fire in order of their due tick; the order of timers due in the
  *    same tick is unspecified. A timer whose deadline had already passed when
- *    it was scheduled is due at the tick the wheel was on at that moment.
+ *    it was scheduled follows the same rule: it runs at the next advance,
+ *    unless the first tick boundary at or after its deadline is still ahead
+ *    of the wheel's time (a deadline less than a tick in the past); then it
+ *    runs at the advance that reaches that boundary.
  *  - Callbacks may schedule, re-arm and cancel any timer, themselves included.
  *    A timer cancelled by a callback before it ran does not run. A timer
  *    scheduled or re-armed from a callback to a time the running advance has
  *    already reached runs on the next advance, not the current one, so a
  *    callback that re-arms itself cannot livelock an advance.
  *  - Deadlines that would overflow saturate at UINT64_MAX and are held, not
- *    wrapped. A deadline in the past runs at the next advance.
+ *    wrapped. A deadline in the past runs as said above.
  *  - Errors are negative errno codes; bad input never crashes the wheel and
  *    never loses a timer. See tw_strerror().
  */

@@ -92,6 +92,28 @@ Test(advance, deadline_zero_and_past_run_on_next_advance)
     }
 }
 
+/* The wheel's time is 10.7 ms, inside tick 11: a deadline of 10.5 ms has
+ * passed, but its tick boundary (11 ms) has not, so it waits for it like
+ * any timer of that tick; never early, and not at the next advance. */
+Test(advance, past_deadline_within_the_current_tick_waits_for_its_boundary)
+{
+    EACH_MODE(mode)
+    {
+        struct tw_wheel *w = wheel_new(mode);
+        struct rec r;
+
+        rec_init(&r, w);
+        cr_assert_eq(tw_advance(w, 10 * MS + 700000), 0);
+        cr_assert_eq(tw_schedule(w, &r.t, 10 * MS + 500000), 0);
+        wheel_ok(w);
+        cr_assert_eq(tw_advance(w, 10 * MS + 900000), 0);
+        cr_assert_eq(r.fired, 0);
+        cr_assert_eq(tw_advance(w, 11 * MS), 1);
+        cr_assert_eq(r.fired, 1);
+        tw_destroy(w);
+    }
+}
+
 Test(advance, uint64_max_is_held_not_wrapped)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
