@@ -137,7 +137,8 @@ typedef void tw_handback_fn(const struct tw_handback *t, void *ctx);
 /*
  * A timer for tw_service_submit(), the general form of the schedule calls.
  *  deadline  absolute, on the service's clock (tw_service_now()); a time in
- *            the past runs at once.
+ *            the past runs at once (less than a tick in the past: at the
+ *            end of its tick, as in the core).
  *  period    0: one-shot; otherwise run every period ns after the first,
  *            counted as kind says, until cancelled.
  *  cb, arg   the callback and its argument.
