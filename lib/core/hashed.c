@@ -71,42 +71,22 @@ static void visit(struct tw_wheel *w, struct tw_link *n, uint64_t due_ns)
     }
 }
 
-/* Walk the bucket of the next tick. A bucket holds every timer of its
- * residue class (n / slots of them), and each visit is a dependent load, a
- * cache miss once the bucket is cold; so the list is walked from both ends
- * at once, two independent chains, as hier.c demotes a slot. Each node's
- * neighbour is read before the node may be unlinked; the timers due here
- * are all due at tick cur, whose order is unspecified. */
+/* Walk the bucket of the next tick from both ends at once
+ * (tw__list_walk_both(): a bucket holds every timer of its residue class,
+ * n / slots of them, a cache miss each once it is cold); the timers due
+ * here are all due at tick cur, whose order is unspecified. */
 bool tw__hashed_collect(struct tw_wheel *w, uint64_t target)
 {
-    struct tw_link *head, *a, *b;
-    uint64_t due_ns;
+    struct tw_link *head;
 
     if (w->cur >= target)
         return false;
     w->cur++;
-    due_ns = tw__tick_time(w, w->cur);
     head = &w->slots[w->cur & w->mask];
-    a = head->next;
-    b = head->prev;
-    if (a == head)
-        return true;
-    for (;;) {
-        struct tw_link *an, *bp;
-
-        if (a == b) { /* an odd count: the middle node */
-            visit(w, a, due_ns);
-            return true;
-        }
-        an = a->next;
-        bp = b->prev;
-        visit(w, a, due_ns);
-        visit(w, b, due_ns);
-        if (an == b) /* an even count: the walks have met */
-            return true;
-        a = an;
-        b = bp;
-    }
+    if (!tw__list_empty(head))
+        tw__list_walk_both(head->next, head->prev, visit, w,
+                           tw__tick_time(w, w->cur));
+    return true;
 }
 
 int tw__hashed_check(const struct tw_wheel *w, char *why, size_t len)

@@ -335,43 +335,24 @@ static void place_demoted(struct tw_wheel *w, struct tw_link *n,
 
 /* Demote the timers of slot s of level k > 0, whose start cur has just
  * reached: each goes one level down or more, or is due now. The batch is
- * walked without unlinking, since every node is relinked elsewhere.
- *
- * The walk is a chain of dependent loads (a node's address is in the node
- * before it), which a large wheel misses in the cache at every step. The
- * list is circular and doubly linked, so it is walked from both ends at
- * once: two independent chains, two misses in flight instead of one. The
- * order of timers due in the same tick is unspecified (core.h), so the
- * order in which they reach their new slots does not matter. */
+ * walked without unlinking, since every node is relinked elsewhere, from
+ * both ends at once (tw__list_walk_both(): two cache misses in flight on a
+ * cold slot). The order of timers due in the same tick is unspecified
+ * (core.h), so the order in which they reach their new slots does not
+ * matter. */
 static void demote_slot(struct tw_wheel *w, unsigned k, uint32_t s)
 {
     struct tw__level *lv = &w->levels[k];
     struct tw_link *head = &w->slots[lv->first + s];
-    struct tw_link *a = head->next, *b = head->prev;
+    struct tw_link *first = head->next, *last = head->prev;
     uint64_t due_ns = tw__tick_time(w, w->cur);
 
     tw__list_init(head);
     tw__bitmap_clear(&lv->bits, s);
     if (!lv->bits.summary)
         w->occupied &= ~(UINT64_C(1) << k);
-    if (a == head)
-        return;
-    for (;;) {
-        struct tw_link *an, *bp;
-
-        if (a == b) { /* an odd count: the middle node */
-            place_demoted(w, a, due_ns);
-            return;
-        }
-        an = a->next; /* read both before either node is relinked */
-        bp = b->prev;
-        place_demoted(w, a, due_ns);
-        place_demoted(w, b, due_ns);
-        if (an == b) /* an even count: the two walks have met */
-            return;
-        a = an;
-        b = bp;
-    }
+    if (first != head)
+        tw__list_walk_both(first, last, place_demoted, w, due_ns);
 }
 
 /* Take the slots of word wi of level k's bitmap to the expired list, in
