@@ -121,15 +121,26 @@ struct tw_link {
 /*
  * A timer, embedded by the caller in its own struct. Initialise it with
  * tw_timer_init() (or zero it and then call tw_timer_init() before the first
- * schedule); the fields are private. It must not be moved or freed while
- * pending. A pending timer belongs to the wheel that scheduled it: passing it
- * to another wheel before it stops being pending is undefined.
+ * schedule); the fields are private, but for those an embedder may own:
+ *  - deadline, while the timer is not pending: no function reads it then
+ *    but tw_timer_deadline(), which answers what is there (the last
+ *    deadline, unless the caller wrote over it), and none writes it but
+ *    tw_timer_init() (0) and the calls that make the timer pending. So an
+ *    embedder may keep 8 bytes of its own there (a queue link) while the
+ *    timer is out of every wheel. The link must stay as the library left
+ *    it: link.next NULL is what says the timer is not pending.
+ *  - cb and arg, on a wheel with an expiry function (tw_set_expiry()): the
+ *    wheel never reads them.
+ * It must not be moved or freed while pending. A pending timer belongs to
+ * the wheel that scheduled it: passing it to another wheel before it stops
+ * being pending is undefined.
  */
 struct tw_timer {
     struct tw_link link; /* NULL next: not pending */
     uint64_t deadline;   /* absolute, ns, as scheduled (saturated); the
                           * wheel derives its level, slot or bucket and
-                          * whether it is due from this alone */
+                          * whether it is due from this alone; the
+                          * caller's while not pending (above) */
     tw_callback *cb;
     void *arg;
 };
@@ -221,6 +232,30 @@ TW_PUBLIC void tw_config_init(struct tw_config *cfg, enum tw_mode mode);
 TW_PUBLIC struct tw_wheel *tw_create(const struct tw_config *cfg, int *err);
 
 /*
+ * Make w call fn(timer, ctx) for every due timer instead of the timer's own
+ * cb(timer, arg), so that an embedder whose timers all expire the same way
+ * owns their cb and arg fields (struct tw_timer): w never reads them, and
+ * its schedule functions accept a NULL cb. fn runs as a callback would
+ * (same thread, same rules; the timer is no longer pending). A NULL fn
+ * gives the timers their callbacks back. Returns 0, or -EINVAL for a NULL
+ * w, -EBUSY from a callback or visitor of w or (fn NULL) while timers are
+ * pending, since they may have no callback; on error nothing changes.
+ * Calling it again replaces fn and ctx.
+ */
+TW_PUBLIC int tw_set_expiry(struct tw_wheel *w, tw_callback *fn, void *ctx);
+
+/*
+ * Take every pending timer out of w, calling fn(timer, ctx) for each once
+ * it is no longer pending (so fn may free it, keep it in a list through
+ * link.prev, or schedule it on another wheel), in no particular order. w
+ * stays usable and is empty afterwards. fn must not use w: schedule,
+ * re-arm, cancel, advance and drain called from it return -EBUSY, destroy
+ * -EDEADLK. Returns the number of timers taken, or -EINVAL for a NULL w or
+ * fn, -EBUSY from a callback or visitor of w.
+ */
+TW_PUBLIC int64_t tw_drain(struct tw_wheel *w, tw_callback *fn, void *ctx);
+
+/*
  * Destroy a wheel. Timers still pending are detached (they become not
  * pending, their callbacks never run) and nothing else of the caller's is
  * touched. NULL is a no-op returning 0. Returns -EDEADLK, destroying nothing,
@@ -233,13 +268,15 @@ TW_PUBLIC int tw_destroy(struct tw_wheel *w);
 
 /* Make t a not-pending timer that will call cb(t, arg). Must not be called
  * on a pending timer (that would lose it from the wheel's lists). A NULL t
- * is a no-op; a NULL cb is stored and refused by the schedule functions. */
+ * is a no-op; a NULL cb is stored and refused by the schedule functions of
+ * a wheel without an expiry function. */
 TW_PUBLIC void tw_timer_init(struct tw_timer *t, tw_callback *cb, void *arg);
 
 /*
  * Schedule t to fire at the absolute time deadline (ns). Returns 0, or
- * -EINVAL (NULL w or t, NULL callback) or -EBUSY (t is already pending: use
- * tw_rearm() to move it); on error nothing changes.
+ * -EINVAL (NULL w or t, NULL callback on a wheel without an expiry
+ * function) or -EBUSY (t is already pending: use tw_rearm() to move it); on
+ * error nothing changes.
  */
 TW_PUBLIC int tw_schedule(struct tw_wheel *w, struct tw_timer *t,
                           uint64_t deadline);
@@ -252,7 +289,8 @@ TW_PUBLIC int tw_schedule_after(struct tw_wheel *w, struct tw_timer *t,
  * Move t to a new deadline in O(1): a pending timer is unlinked and put
  * where the new deadline belongs (never added twice); a timer that is not
  * pending is scheduled. Returns 1 if t was pending, 0 if it was not, or
- * -EINVAL (NULL w or t, NULL callback), changing nothing.
+ * -EINVAL (NULL w or t, NULL callback as for tw_schedule()), changing
+ * nothing.
  */
 TW_PUBLIC int tw_rearm(struct tw_wheel *w, struct tw_timer *t,
                        uint64_t deadline);
@@ -272,7 +310,8 @@ TW_PUBLIC int tw_cancel(struct tw_wheel *w, struct tw_timer *t);
 TW_PUBLIC bool tw_timer_pending(const struct tw_timer *t);
 
 /* The deadline t was last scheduled for (saturated), meaningful while it is
- * pending; a never-scheduled timer answers 0. NULL: 0. */
+ * pending; a never-scheduled timer answers 0, a timer no longer pending its
+ * last deadline unless its owner wrote over it (struct tw_timer). NULL: 0. */
 TW_PUBLIC uint64_t tw_timer_deadline(const struct tw_timer *t);
 
 /* ---- time ------------------------------------------------------------------

@@ -6,7 +6,9 @@
  *      them is over: those already due join the tail of the expired list,
  *      the others go into the slots like any timer;
  *   2. run callbacks from the head of the expired list, unlinking each
- *      timer before its callback runs (so it may re-arm itself);
+ *      timer before its callback runs (so it may re-arm itself); on a
+ *      wheel with an expiry function (tw_set_expiry()) that function runs
+ *      for each instead, and the timers' cb and arg are never read;
  *   3. ask the design to collect the next tick with work at or before T
  *      (a cascade, or a slot whose timers are due; an unbounded advance
  *      lets the hierarchical wheel take every due level-0 slot up to T in
@@ -54,7 +56,13 @@ static void flush_deferred(struct tw_wheel *w)
     }
 }
 
-static uint64_t run_expired(struct tw_wheel *w, uint64_t budget)
+/* Run due timers: through fn(t, ctx) when fn is given (the wheel's expiry
+ * function), else through each timer's own callback. Inlined twice through
+ * drive(), with fn a constant NULL once, so that a wheel without an expiry
+ * function runs the loop it always ran, with no test per timer. fn cannot
+ * change during an advance (tw_set_expiry() refuses while busy). */
+static inline __attribute__((always_inline)) uint64_t
+run_loop(struct tw_wheel *w, uint64_t budget, tw_callback *fn, void *ctx)
 {
     uint64_t ran = 0;
 
@@ -63,7 +71,10 @@ static uint64_t run_expired(struct tw_wheel *w, uint64_t budget)
 
         tw__list_unlink(&t->link);
         w->count--;
-        t->cb(t, t->arg);
+        if (fn)
+            fn(t, ctx);
+        else
+            t->cb(t, t->arg);
         ran++;
     }
     return ran;
@@ -75,6 +86,32 @@ static bool collect_next(struct tw_wheel *w, uint64_t target, bool batch)
 {
     return w->mode == TW_HIER ? tw__hier_collect(w, target, batch)
                               : tw__hashed_collect(w, target);
+}
+
+/* Steps 2 and 3 until nothing is left at or before target or max_run
+ * callbacks ran; fn as for run_loop(), so that the choice between the
+ * expiry function and the timers' callbacks is made once per advance, not
+ * once per tick (a hashed advance across an hour walks 3.6 million). */
+static inline __attribute__((always_inline)) uint64_t
+drive(struct tw_wheel *w, uint64_t target, uint64_t max_run, tw_callback *fn,
+      void *ctx)
+{
+    uint64_t ran = 0;
+
+    for (;;) {
+        ran += run_loop(w, max_run - ran, fn, ctx);
+        if (ran == max_run || !collect_next(w, target, max_run == INT64_MAX))
+            return ran;
+    }
+}
+
+/* drive() for a wheel with an expiry function, out of line: inlined into
+ * tw__advance() beside the other instance, it made the two share spilled
+ * counters, two loads more per tick for every wheel. */
+__attribute__((noinline)) static uint64_t
+drive_expiry(struct tw_wheel *w, uint64_t target, uint64_t max_run)
+{
+    return drive(w, target, max_run, w->expire, w->expire_ctx);
 }
 
 /* The time before which an advance has nothing to do, while the due lists
@@ -101,7 +138,7 @@ static uint64_t idle_until(const struct tw_wheel *w)
 TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
                               uint64_t max_run)
 {
-    uint64_t target, ran = 0;
+    uint64_t target, ran;
 
     if (!w || max_run == 0)
         return -EINVAL;
@@ -117,11 +154,10 @@ TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
     flush_deferred(w);
     tw__set_defer(w, tw__tick_time(w, target));
     w->busy |= TW__ADVANCING;
-    for (;;) {
-        ran += run_expired(w, max_run - ran);
-        if (ran == max_run || !collect_next(w, target, max_run == INT64_MAX))
-            break;
-    }
+    if (w->expire)
+        ran = drive_expiry(w, target, max_run);
+    else
+        ran = drive(w, target, max_run, NULL, NULL);
     w->busy &= ~TW__ADVANCING;
     /* Outside an advance only ticks up to cur are due (timer.c). */
     tw__set_defer(w, tw__tick_time(w, w->cur));

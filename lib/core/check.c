@@ -23,17 +23,18 @@ int tw__fail(char *why, size_t len, const char *fmt, ...)
     return -EPROTO;
 }
 
-/* Walk one list checking its links both ways; add its length to *count.
- * `limit` bounds the walk so that a cycle is reported, not looped on. */
-static int check_links(const struct tw_link *head, size_t limit, size_t *count,
-                       char *why, size_t len)
+/* Walk one list of w checking its links both ways; add its length to
+ * *count. `limit` bounds the walk so that a cycle is reported, not looped
+ * on. A timer needs a callback unless w has an expiry function. */
+static int check_links(const struct tw_wheel *w, const struct tw_link *head,
+                       size_t limit, size_t *count, char *why, size_t len)
 {
     const struct tw_link *prev = head;
 
     for (const struct tw_link *n = head->next; n != head; n = n->next) {
         if (!n || n->prev != prev)
             return tw__fail(why, len, "broken list links");
-        if (!tw__list_timer((struct tw_link *)n)->cb)
+        if (!w->expire && !tw__list_timer((struct tw_link *)n)->cb)
             return tw__fail(why, len, "pending timer without callback");
         if (++*count > limit)
             return tw__fail(why, len, "more timers in lists than pending");
@@ -95,12 +96,12 @@ static int check_idle(const struct tw_wheel *w, char *why, size_t len)
 static int check_counts(const struct tw_wheel *w, char *why, size_t len)
 {
     size_t count = 0;
-    int rc = check_links(&w->expired, w->count, &count, why, len);
+    int rc = check_links(w, &w->expired, w->count, &count, why, len);
 
     if (!rc)
-        rc = check_links(&w->deferred, w->count, &count, why, len);
+        rc = check_links(w, &w->deferred, w->count, &count, why, len);
     for (size_t i = 0; !rc && i < w->nslots; i++)
-        rc = check_links(&w->slots[i], w->count, &count, why, len);
+        rc = check_links(w, &w->slots[i], w->count, &count, why, len);
     if (!rc && count != w->count)
         rc = tw__fail(why, len, "%zu timers in lists, %zu counted", count,
                       w->count);

@@ -6,6 +6,11 @@
  * and never in the advance that scheduled it); any other goes into the
  * design's slots. Removal is a list unlink; when it empties a slot of the
  * hierarchical wheel, that slot's occupancy bit is cleared.
+ *
+ * Whether a timer is pending is link.next alone, and a timer's deadline is
+ * read only once link.next has said it is: while it is not pending, the
+ * deadline field is the caller's (timewheel/core.h). On a wheel with an
+ * expiry function the callback may be NULL (wheel.c).
  */
 #include <errno.h>
 
@@ -97,7 +102,7 @@ __attribute__((noinline)) static int rearm_slow(struct tw_wheel *w,
 {
     int was_pending = t->link.next != NULL;
 
-    if (!t->cb)
+    if (!t->cb && !w->expire)
         return -EINVAL;
     if (w->busy & TW__VISITING)
         return -EBUSY;
@@ -134,7 +139,9 @@ TW_PUBLIC int tw_schedule(struct tw_wheel *w, struct tw_timer *t,
 {
     struct tw_link *head;
 
-    if (!w || !t || !t->cb)
+    /* The callback is tested first: it is there in the common case, and
+     * the wheel's expiry function is read only when it is not. */
+    if (!w || !t || (!t->cb && !w->expire))
         return -EINVAL;
     if (t->link.next)
         return -EBUSY;

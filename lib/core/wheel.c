@@ -1,6 +1,8 @@
 /*
  * The wheel object: configuration, creation and destruction, tick
- * arithmetic, the next-deadline query and the walk over every pending timer.
+ * arithmetic, the next-deadline query, the walk over every pending timer,
+ * the drain that takes them all out, and the expiry function an embedder
+ * may set instead of the timers' own callbacks.
  * Both designs share all of this; they differ only in how the slots are laid
  * out and searched (hier.c, hashed.c).
  *
@@ -230,4 +232,74 @@ TW_PUBLIC int tw_visit(struct tw_wheel *w, tw_visitor *fn, void *ctx)
     tw__set_defer(w, w->defer_ns);
     w->head.idle_ns = idle;
     return rc;
+}
+
+struct drain {
+    struct tw_wheel *w;
+    tw_callback *fn;
+    void *ctx;
+    int64_t taken;
+};
+
+/* Take the timers of one list out of the wheel: the whole list at once,
+ * so that the slot's bit is cleared and the wheel is consistent whenever
+ * fn runs (tw_check() may be called from it), then each timer, which stops
+ * being pending just before fn gets it. */
+static int drain_list(struct tw_link *head, void *ctx)
+{
+    struct drain *d = ctx;
+    struct tw_link taken;
+
+    if (tw__list_empty(head))
+        return 0;
+    tw__list_init(&taken);
+    tw__list_splice_back(&taken, head);
+    if (d->w->mode == TW_HIER)
+        tw__hier_emptied(d->w, head);
+    while (!tw__list_empty(&taken)) {
+        struct tw_timer *t = tw__list_timer(taken.next);
+
+        tw__list_unlink(&t->link);
+        d->w->count--;
+        d->taken++;
+        d->fn(t, d->ctx);
+    }
+    return 0;
+}
+
+/* Like a visit, the drain closes the fast paths and marks the wheel busy,
+ * so that fn's calls on w are refused. Removing work never makes idle_ns
+ * unsafe (advance.c), so it is restored as it was. */
+TW_PUBLIC int64_t tw_drain(struct tw_wheel *w, tw_callback *fn, void *ctx)
+{
+    struct drain d = {w, fn, ctx, 0};
+    uint64_t idle;
+
+    if (!w || !fn)
+        return -EINVAL;
+    if (w->busy)
+        return -EBUSY;
+    idle = w->head.idle_ns;
+    w->busy |= TW__VISITING;
+    w->head.idle_ns = 0;
+    tw__set_defer(w, w->defer_ns);
+    each_list(w, drain_list, &d);
+    w->busy &= ~TW__VISITING;
+    tw__set_defer(w, w->defer_ns);
+    w->head.idle_ns = idle;
+    return d.taken;
+}
+
+/* An expiry function changes only between advances (w->busy), so that an
+ * advance reads it once (advance.c); dropping it while timers are pending
+ * would leave timers that may have no callback. */
+TW_PUBLIC int tw_set_expiry(struct tw_wheel *w, tw_callback *fn, void *ctx)
+{
+    if (!w)
+        return -EINVAL;
+    if (w->busy || (!fn && w->count))
+        return -EBUSY;
+    w->expire = fn;
+    w->expire_ctx = fn ? ctx : NULL;
+    return 0;
 }

@@ -33,7 +33,7 @@
 
 /* Flags in tw_wheel.busy: what is running on the wheel's stack. */
 #define TW__ADVANCING 1u /* an advance is running callbacks */
-#define TW__VISITING 2u  /* tw_visit() is walking the lists */
+#define TW__VISITING 2u  /* tw_visit() or tw_drain() walks the lists */
 
 /* One level of the hierarchical wheel. Its current revolution ("block") is
  * the range of ticks [base, last] that share every digit above this level
@@ -149,6 +149,10 @@ struct tw_wheel {
     /* hashed */
     uint64_t mask;  /* slots - 1 */
     unsigned shift; /* log2(slots) */
+    /* tw_set_expiry(): called for due timers instead of their callbacks;
+     * last, read once per advance (advance.c) */
+    tw_callback *expire;
+    void *expire_ctx;
 };
 
 /* The inline advance of timewheel/core.h reads the head through a cast. */

@@ -11,6 +11,12 @@
  * callback checks that its timer was pending, that it is not early, and
  * that it runs in order; after each complete advance nothing due may be left
  * behind; tw_check() and tw_next_deadline() are checked after every step.
+ *
+ * The owned-fields runs do the same through an embedder that owns its
+ * timers' fields (timewheel/core.h): the wheel has an expiry function, the
+ * timers have no callback, and the deadline of every timer that stops
+ * being pending is written over with garbage, as the service keeps its
+ * queue links there.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -44,6 +50,7 @@ struct harness {
     long call; /* index of the advance running or last run */
     bool advancing;
     bool quiet;      /* callbacks do nothing (final drain) */
+    bool owned;      /* expiry function, no callbacks, deadlines scribbled */
     uint64_t target; /* due tick reached by the running advance */
     uint64_t prev_target;
     uint64_t last_key; /* order key of the last timer fired in this call */
@@ -135,12 +142,22 @@ static void model_schedule(struct harness *h, struct model_timer *mt,
                                       h->advancing ? h->call : -1);
 }
 
+/* A timer has stopped being pending: an owner of its fields may write
+ * over its deadline. */
+static void left_wheel(struct harness *h, struct model_timer *mt)
+{
+    if (h->owned)
+        mt->t.deadline = rnd(h);
+}
+
 static void model_cancel(struct harness *h, struct model_timer *mt)
 {
     int rc = tw_cancel(h->w, &mt->t), want = model_cancelled(&mt->m);
 
     cr_assert_eq(rc, want, "%s: cancel returned %d", h->name, rc);
     h->pending -= (size_t)want;
+    if (rc == 1)
+        left_wheel(h, mt);
 }
 
 static struct model_timer *any_timer(struct harness *h)
@@ -176,9 +193,13 @@ static void callback_action(struct harness *h, struct model_timer *mt)
     }
 }
 
-static void on_fire(struct tw_timer *t, void *arg)
+static struct model_timer *of_timer(struct tw_timer *t)
 {
-    struct model_timer *mt = arg;
+    return TW_CONTAINER_OF(t, struct model_timer, t);
+}
+
+static void fire(struct tw_timer *t, struct model_timer *mt)
+{
     struct harness *h = mt->h;
     uint64_t key = mt->m.due > h->prev_target ? mt->m.due : h->prev_target;
 
@@ -201,13 +222,29 @@ static void on_fire(struct tw_timer *t, void *arg)
     mt->m.pending = false;
     h->pending--;
     h->fired++;
+    left_wheel(h, mt);
     if (!h->quiet)
         callback_action(h, mt);
 }
 
+static void on_fire(struct tw_timer *t, void *arg)
+{
+    cr_assert_eq(arg, of_timer(t));
+    fire(t, arg);
+}
+
+/* The expiry function of an owned-fields harness. */
+static void on_expire(struct tw_timer *t, void *ctx)
+{
+    struct model_timer *mt = of_timer(t);
+
+    cr_assert_eq(ctx, mt->h, "expiry function with another wheel's ctx");
+    fire(t, mt);
+}
+
 static void harness_init(struct harness *h, const char *name,
                          const struct tw_config *cfg, size_t ntimers,
-                         uint64_t max_step)
+                         uint64_t max_step, bool owned)
 {
     int err = 1;
 
@@ -223,8 +260,14 @@ static void harness_init(struct harness *h, const char *name,
         h->timers[i].h = h;
         h->timers[i].id = i;
         h->timers[i].m.sched_call = -1;
-        tw_timer_init(&h->timers[i].t, on_fire, &h->timers[i]);
+        if (owned)
+            tw_timer_init(&h->timers[i].t, NULL, NULL);
+        else
+            tw_timer_init(&h->timers[i].t, on_fire, &h->timers[i]);
     }
+    h->owned = owned;
+    if (owned)
+        cr_assert_eq(tw_set_expiry(h->w, on_expire, h), 0);
     h->rng = test_seed(name);
     h->max_step = max_step;
     h->call = -1;
@@ -315,7 +358,7 @@ static void check_next_deadline(struct harness *h)
 
 static int count_visit(struct tw_timer *t, void *ctx)
 {
-    struct model_timer *mt = t->arg;
+    struct model_timer *mt = of_timer(t);
     size_t *n = ctx;
 
     cr_assert(mt->m.pending, "visit reported a timer that is not pending");
@@ -413,7 +456,7 @@ static void harness_run(struct harness *h, uint64_t ops)
  * max_step ticks. */
 /* Layout i of model_layouts, starting at start_ns, through `OPS` random
  * operations whose advances go at most max_step ticks. */
-static void run(unsigned i, uint64_t start_ns, uint64_t max_step)
+static void run_as(unsigned i, uint64_t start_ns, uint64_t max_step, bool owned)
 {
     const struct model_layout *l = &model_layouts[i];
     struct tw_config cfg =
@@ -421,9 +464,14 @@ static void run(unsigned i, uint64_t start_ns, uint64_t max_step)
     struct harness h;
 
     cfg.start_ns = start_ns;
-    harness_init(&h, l->name, &cfg, NTIMERS, max_step);
+    harness_init(&h, l->name, &cfg, NTIMERS, max_step, owned);
     harness_run(&h, test_ops(OPS));
     harness_fini(&h);
+}
+
+static void run(unsigned i, uint64_t start_ns, uint64_t max_step)
+{
+    run_as(i, start_ns, max_step, false);
 }
 
 #define DAYS_40_MS (UINT64_C(40) * 24 * 3600 * 1000)
@@ -456,4 +504,14 @@ Test(differential, hashed_netty_defaults)
 Test(differential, hashed_small_wheel)
 {
     run(5, 0, 2000);
+}
+
+Test(differential, hier_clock_layout_owned_fields)
+{
+    run_as(0, 123456789, DAYS_40_MS, true);
+}
+
+Test(differential, hashed_netty_defaults_owned_fields)
+{
+    run_as(4, 987654321, 20000, true);
 }

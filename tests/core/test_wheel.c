@@ -1,9 +1,10 @@
 /*
  * The wheel object: configuration and its bad input, create and destroy,
- * the time and count queries, the next deadline and the visitor.
+ * the time and count queries, the next deadline, the visitor and the drain.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <string.h>
 
 #include "util.h"
 
@@ -213,4 +214,132 @@ Test(wheel, visit_every_pending_timer)
         wheel_ok(w);
         tw_destroy(w);
     }
+}
+
+struct drained {
+    struct tw_wheel *w;
+    struct tw_wheel *other; /* fn moves each timer here */
+    size_t n;
+    struct tw_timer *list; /* through the owner's deadline field */
+};
+
+static void drain_one(struct tw_timer *t, void *ctx)
+{
+    struct drained *d = ctx;
+    char why[200] = "";
+
+    cr_assert(!tw_timer_pending(t), "pending when given to the drain's fn");
+    cr_assert_eq(tw_check(d->w, why, sizeof(why)), 0, "mid-drain: %s", why);
+    cr_assert_eq(tw_schedule(d->w, t, 1), -EBUSY);
+    cr_assert_eq(tw_rearm(d->w, t, 1), -EBUSY);
+    cr_assert_eq(tw_cancel(d->w, t), -EBUSY);
+    cr_assert_eq(tw_advance(d->w, UINT64_MAX), -EBUSY);
+    cr_assert_eq(tw_drain(d->w, drain_one, d), -EBUSY);
+    cr_assert_eq(tw_destroy(d->w), -EDEADLK);
+    d->n++;
+    if (d->other) {
+        cr_assert_eq(tw_schedule(d->other, t, 7 * MS), 0);
+    } else {
+        /* The deadline is the owner's now: keep a list through it. */
+        memcpy(&t->deadline, &d->list, sizeof(d->list));
+        d->list = t;
+    }
+}
+
+/* Every pending timer (deferred, due, in slots of every level) is taken
+ * out once and is no longer pending when fn gets it; the wheel is empty,
+ * consistent and usable afterwards. */
+Test(wheel, drain_takes_every_pending_timer)
+{
+    for (int mode = 0; mode < 2; mode++) {
+        struct tw_wheel *w = wheel_new((enum tw_mode)mode);
+        struct tw_wheel *other = wheel_new((enum tw_mode)mode);
+        struct drained d = {.w = w};
+        struct rec r[6];
+        size_t n = 0;
+
+        for (int i = 0; i < 6; i++)
+            rec_init(&r[i], w);
+        cr_assert_eq(tw_schedule(w, &r[0].t, 5 * MS), 0);
+        cr_assert_eq(tw_schedule(w, &r[1].t, 6 * MS), 0);
+        /* r[0] and r[1] due and left over by a bounded advance */
+        cr_assert_eq(tw_advance_bounded(w, 10 * MS, 1), 1);
+        cr_assert_eq(tw_schedule(w, &r[2].t, 0), 0); /* deferred */
+        cr_assert_eq(tw_schedule(w, &r[3].t, 5 * SEC), 0);
+        cr_assert_eq(tw_schedule(w, &r[4].t, 3 * 3600 * SEC), 0);
+        cr_assert_eq(tw_schedule(w, &r[5].t, UINT64_MAX), 0);
+        cr_assert_eq(tw_pending(w), 5);
+        cr_assert_eq(tw_drain(w, drain_one, &d), 5);
+        cr_assert_eq(d.n, 5);
+        for (struct tw_timer *t = d.list; t; n++) {
+            struct tw_timer *next;
+
+            memcpy(&next, &t->deadline, sizeof(next));
+            cr_assert(!tw_timer_pending(t));
+            t = next;
+        }
+        cr_assert_eq(n, 5, "each timer given once");
+        cr_assert_eq(tw_pending(w), 0);
+        cr_assert_eq(tw_next_deadline(w), UINT64_MAX);
+        wheel_ok(w);
+        cr_assert_eq(tw_drain(w, drain_one, &d), 0, "an empty wheel");
+        /* Still a working wheel. */
+        cr_assert_eq(tw_schedule(w, &r[3].t, 20 * MS), 0);
+        cr_assert_eq(tw_advance(w, 30 * MS), 1);
+        cr_assert_eq(r[3].fired, 1);
+        /* fn may schedule what it is given on another wheel. */
+        for (int i = 0; i < 6; i++)
+            cr_assert_eq(tw_rearm(w, &r[i].t, (uint64_t)(i + 1) * SEC), 0);
+        d = (struct drained){.w = w, .other = other};
+        cr_assert_eq(tw_drain(w, drain_one, &d), 6);
+        cr_assert_eq(tw_pending(other), 6);
+        wheel_ok(w);
+        wheel_ok(other);
+        tw_destroy(other);
+        tw_destroy(w);
+    }
+}
+
+static void drain_nothing(struct tw_timer *t, void *ctx)
+{
+    (void)t;
+    (void)ctx;
+    cr_assert_fail("drained from a callback or visitor");
+}
+
+static void drain_from_callback(struct tw_timer *t, void *arg)
+{
+    struct rec *r = arg;
+
+    (void)t;
+    r->victim_rc = (int)tw_drain(r->w, drain_nothing, NULL);
+}
+
+static int drain_from_visitor(struct tw_timer *t, void *ctx)
+{
+    (void)t;
+    cr_assert_eq(tw_drain(ctx, drain_nothing, NULL), -EBUSY);
+    return 0;
+}
+
+Test(wheel, drain_bad_input)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec r[2];
+
+    cr_assert_eq(tw_drain(NULL, drain_nothing, NULL), -EINVAL);
+    cr_assert_eq(tw_drain(w, NULL, NULL), -EINVAL);
+    rec_init(&r[0], w);
+    rec_init(&r[1], w);
+    tw_timer_init(&r[0].t, drain_from_callback, &r[0]);
+    cr_assert_eq(tw_schedule(w, &r[0].t, MS), 0);
+    cr_assert_eq(tw_schedule(w, &r[1].t, SEC), 0);
+    cr_assert_eq(tw_drain(w, NULL, NULL), -EINVAL);
+    cr_assert_eq(tw_pending(w), 2, "nothing taken");
+    cr_assert_eq(tw_visit(w, drain_from_visitor, w), 0);
+    cr_assert_eq(tw_advance(w, 2 * MS), 1);
+    cr_assert_eq(r[0].victim_rc, -EBUSY);
+    cr_assert(tw_timer_pending(&r[1].t));
+    wheel_ok(w);
+    tw_destroy(w);
 }
