@@ -74,10 +74,11 @@ struct tw_handle *tw__handle_new(struct tw_service *s,
      * nodes), so the block is not zeroed first. */
     if (!h)
         return NULL;
-    tw_timer_init(&h->timer, tw__worker_expire, spec->arg);
+    /* The user's callback in the core's field (service.h): converted back
+     * by tw__cb() before it is called. */
+    tw_timer_init(&h->timer, (tw_callback *)spec->cb, spec->arg);
     h->qnode.next = NULL;
     h->cnode.next = NULL;
-    h->cb = spec->cb;
     atomic_init(&h->deadline, spec->deadline);
     atomic_init(&h->word, TW__PENDING);
     return h;

@@ -63,6 +63,8 @@ static int make_wheel(struct tw_service *s, const struct tw_service_config *c)
     wc.levels = c->levels;
     wc.start_ns = tw__svc_clock();
     s->wheel = tw_create(&wc, &rc);
+    if (!rc) /* due timers go to the worker, their cb is the user's */
+        rc = tw_set_expiry(s->wheel, tw__worker_expire, s);
     s->mode = c->mode;
     s->tick_ns = wc.tick_ns;
     s->start_ns = wc.start_ns;
@@ -244,31 +246,28 @@ TW_PUBLIC int tw_service_schedule_periodic(struct tw_service *s, uint64_t delay,
     return tw_service_submit(s, &spec, out);
 }
 
-static int gather_visitor(struct tw_timer *t, void *ctx)
+/* tw_drain() gives us each timer once it has left the wheel: only then
+ * may its handle join a list, whose link lies over the timer's deadline
+ * (service.h). */
+static void gather_one(struct tw_timer *t, void *all)
 {
-    tw__hlist_push(ctx, TW_CONTAINER_OF(t, struct tw_handle, timer));
-    return 0;
+    tw__hlist_push(all, TW_CONTAINER_OF(t, struct tw_handle, timer));
 }
 
 /* Every timer the service still holds, out of the wheel and the lists. */
 static void gather(struct tw_service *s, struct tw__hlist *all)
 {
     struct tw_handle *h;
-    struct tw__hlist in_wheel = {0};
 
     while ((h = tw__hlist_pop(&s->exec.queue)))
         tw__hlist_push(all, h);
-    tw_visit(s->wheel, gather_visitor, &in_wheel);
-    while ((h = tw__hlist_pop(&in_wheel))) {
-        tw_cancel(s->wheel, &h->timer);
-        tw__hlist_push(all, h);
-    }
+    tw_drain(s->wheel, gather_one, all);
 }
 
 static void hand_back(struct tw_handle *h, tw_handback_fn *fn, void *ctx)
 {
     struct tw_handback t = {
-        .cb = h->cb,
+        .cb = tw__cb(h),
         .arg = tw__arg(h),
         .deadline = tw__deadline(h),
         .period = tw__period(h),

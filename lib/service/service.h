@@ -141,8 +141,8 @@ struct tw_service;
  * A handle is one allocation: struct tw_handle, followed by a struct
  * tw__handle_tail only when the timer is periodic or has a release hook
  * (TW__HF_TAIL says so; tw__handle_size() gives the size to free). The
- * common one-shot timer thus pays for none of the tail's fields: 80 bytes,
- * a jemalloc size class, against 96 with the tail.
+ * common one-shot timer thus pays for none of the tail's fields: 64 bytes,
+ * a jemalloc size class, against 80 with the tail.
  *
  * The 32-bit `refs` word holds, besides the reference count in its low
  * byte, two flags fixed at creation and the slot of its service in the
@@ -150,13 +150,24 @@ struct tw_service;
  * service. Adding or taking one reference leaves the rest alone: the count
  * never exceeds two (the caller and the service; a message holds none).
  *
- * Below 80 bytes (the next jemalloc class is 64) three fields would have
- * to go, none of which the service can drop alone: the core's `cb`, always
- * tw__worker_expire (the core calls it on expiry; a core that hands due
- * timers back instead would free it for the service's callback); one of
- * the two queue nodes (a message can be in cancelq while the handle
- * travels newq or an executor list); the requested deadline beside the
- * wheel's (the lazy re-arm writes it from any thread).
+ * The core's timer carries three fields of ours (timewheel/core.h):
+ * the wheel calls tw__worker_expire() for every due timer (its expiry
+ * function, set by make_wheel()), so the timer's cb holds the user's
+ * callback (converted to the core's type and back before the call, which
+ * C defines) and its arg the user's arg; and while the handle is out of
+ * the wheel (in newq, in the worker's batch, in the executor's queue, in
+ * stop's lists) the timer's deadline field is ours, and holds the link of
+ * whichever of those it is in. A handle is in the wheel or in one of
+ * those, never both (custody, above: only the worker, or stop once it has
+ * joined the worker, moves it between them, and the wheel gives it back
+ * only through the expiry function or tw_drain(), not pending by then). The
+ * message node, cnode, has a field of its own: a message may be queued
+ * while the handle is in the wheel.
+ *
+ * Below 64 bytes (the next jemalloc class is 48) 16 more would have to go:
+ * the message node, or the requested deadline beside the wheel's (the lazy
+ * re-arm writes it from any thread), and the state and refs words
+ * (docs/service.md, "56 bytes").
  */
 #define TW__REF_MASK 0xffu
 #define TW__HF_TAIL 0x200u        /* a struct tw__handle_tail follows */
@@ -164,18 +175,33 @@ struct tw_service;
 #define TW__SLOT_SHIFT 16         /* the service's slot: the top 16 bits */
 
 struct tw_handle {
-    struct tw_timer timer; /* the core's node (worker-owned); its arg is
-                              the callback's, read-only after creation */
     union {
-        struct cds_wfcq_node qnode; /* in newq (custody) */
-        struct tw_handle *next;     /* or in a list of the service's */
+        /* The core's node, worker-owned; its cb and arg are the user's,
+         * read-only after creation. */
+        struct tw_timer timer;
+        /* The same bytes as the service uses them out of the wheel. */
+        struct {
+            struct tw_link wheel_link; /* timer.link: never used by name */
+            union {                    /* timer.deadline, while out */
+                struct cds_wfcq_node qnode; /* in newq (custody) */
+                struct tw_handle *next;     /* or in a list of ours */
+            };
+        };
     };
     struct cds_wfcq_node cnode; /* in cancelq (a message) */
-    tw_service_callback *cb;
     _Atomic uint64_t deadline; /* written under LOCKED (or before publishing) */
     _Atomic uint32_t word;     /* enum tw__hstate | TW__* flags | gen */
     _Atomic uint32_t refs;     /* count | TW__HF_* | slot */
 };
+
+/* The links lie exactly over the timer's deadline (not its cb beyond). */
+_Static_assert(offsetof(struct tw_handle, qnode) ==
+                       offsetof(struct tw_handle, timer.deadline) &&
+                   offsetof(struct tw_handle, next) ==
+                       offsetof(struct tw_handle, timer.deadline) &&
+                   sizeof(struct cds_wfcq_node) <= sizeof(uint64_t) &&
+                   sizeof(struct tw_handle *) <= sizeof(uint64_t),
+               "the service's links must lie over the timer's deadline");
 
 /* What only periodic timers and those with a release hook carry. */
 struct tw__handle_tail {
@@ -192,9 +218,9 @@ struct tw__handle_long {
 /* Both are jemalloc size classes: the whole cost of a pending timer.
  * service_alloc/handles_fit_their_size_classes checks the sizes the service
  * allocates. */
-_Static_assert(sizeof(struct tw_handle) <= 80, "a handle must fit 80 B");
-_Static_assert(sizeof(struct tw__handle_long) <= 96,
-               "a handle with its tail must fit 96 B");
+_Static_assert(sizeof(struct tw_handle) <= 64, "a handle must fit 64 B");
+_Static_assert(sizeof(struct tw__handle_long) <= 80,
+               "a handle with its tail must fit 80 B");
 #endif
 
 /* The bits of h's refs word that never change after creation. */
@@ -261,7 +287,8 @@ struct tw__stripe {
     atomic_int_fast64_t credit; /* pending slots taken from `avail`, unused */
 };
 
-/* A singly linked FIFO of handles through their `next` field. */
+/* A singly linked FIFO of handles through their `next` field, which lies
+ * over the timer's deadline: only for handles out of the wheel. */
 struct tw__hlist {
     struct tw_handle *head;
     struct tw_handle *tail;
@@ -397,8 +424,14 @@ static inline struct tw_service *tw__svc(const struct tw_handle *h)
                                 memory_order_acquire);
 }
 
-/* The callback's argument: kept in the core's timer, whose own callback
- * (tw__worker_expire) finds the handle around the timer instead. */
+/* The callback and its argument: kept in the core's timer, whose own
+ * fields they are not, as the wheel calls its expiry function
+ * (tw__worker_expire) instead of them. */
+static inline tw_service_callback *tw__cb(const struct tw_handle *h)
+{
+    return (tw_service_callback *)h->timer.cb;
+}
+
 static inline void *tw__arg(const struct tw_handle *h)
 {
     return h->timer.arg;
@@ -411,7 +444,7 @@ static inline uint64_t tw__deadline(const struct tw_handle *h)
 
 /* worker.c */
 void *tw__worker_main(void *arg);
-void tw__worker_expire(struct tw_timer *t, void *arg);
+void tw__worker_expire(struct tw_timer *t, void *ctx);
 void tw__worker_run(struct tw_service *s, struct tw_handle *h);
 void tw__worker_kick(struct tw_service *s);
 void tw__worker_notify(struct tw_service *s, uint64_t due);

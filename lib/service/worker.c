@@ -221,19 +221,21 @@ void tw__worker_run(struct tw_service *s, struct tw_handle *h)
 
     tw__count(s, st, &st->runs);
     tw__running = h;
-    h->cb(h, tw__arg(h));
+    tw__cb(h)(h, tw__arg(h));
     tw__running = was;
     finish(s, h);
 }
 
-/* The core's callback for every service timer: h has left the wheel. */
-void tw__worker_expire(struct tw_timer *t, void *arg)
+/* The wheel's expiry function (ctx: the service), called for every due
+ * timer instead of the timer's cb, which is the user's: h has left the
+ * wheel, and until it goes back in, its timer's deadline field is ours
+ * (service.h), read here before anything overwrites it. */
+void tw__worker_expire(struct tw_timer *t, void *ctx)
 {
     struct tw_handle *h = TW_CONTAINER_OF(t, struct tw_handle, timer);
-    struct tw_service *s = tw__svc(h);
+    struct tw_service *s = ctx;
     int to = s->exec.nthreads ? TW__DISPATCHED : TW__RUNNING;
 
-    (void)arg; /* the callback's, not ours */
     for (;;) {
         uint32_t w = tw__handle_settle(h);
         uint64_t due = tw__deadline(h);

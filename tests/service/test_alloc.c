@@ -224,8 +224,8 @@ Test(service_alloc, schedule_fails_cleanly_hashed_on_pool, .init = counted)
 }
 
 /* The bounds of docs/service.md ("Handle lifetime and cancel"). */
-#define HANDLE_BYTES 80
-#define TAIL_BYTES 96
+#define HANDLE_BYTES 64
+#define TAIL_BYTES 80
 
 static void ignore(struct tw_handle *h, void *arg)
 {
