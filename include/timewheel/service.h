@@ -21,9 +21,16 @@ extern "C" {
 /*
  * A timer service: a worker thread owns a wheel and drives it from
  * CLOCK_MONOTONIC, so that any thread may schedule and cancel. Deadlines are
- * absolute CLOCK_MONOTONIC times in ns; callbacks never run early. Threading
- * model, handle lifetime and stop semantics: docs/service.md.
+ * absolute CLOCK_MONOTONIC times in ns; callbacks never run early. A delay
+ * counts from the call: the deadline is at least CLOCK_MONOTONIC at the call
+ * plus the delay, and at most TW_SERVICE_CLOCK_AHEAD_NS more (where the
+ * TSC may be used, the calling thread reads it instead of the system
+ * call; docs/service.md, "The producers' clock"). Threading model, handle
+ * lifetime and stop semantics: docs/service.md.
  */
+/* The most a relative delay's "now" can be after CLOCK_MONOTONIC at the
+ * call. */
+#define TW_SERVICE_CLOCK_AHEAD_NS UINT64_C(5000)
 struct tw_service; /* opaque */
 /* Opaque, reference-counted; one allocation per scheduled timer and its
  * whole memory while pending: 80 bytes on 64-bit targets, 96 for a
@@ -175,7 +182,8 @@ TW_PUBLIC struct tw_service *
 tw_service_create(const struct tw_service_config *cfg, int *err);
 
 /*
- * From any thread, call cb(h, arg) once, delay ns from now (saturating).
+ * From any thread, call cb(h, arg) once, delay ns from now (saturating; now
+ * as the top of this header says).
  * With out, *out gets a handle to release; without, none is kept. Returns 0,
  * -EINVAL (NULL s or cb), -EAGAIN (max_pending reached, or the worker is
  * more than max_lag_ns behind: back-pressure, try later), -ENOMEM or
@@ -206,8 +214,11 @@ TW_PUBLIC int tw_service_submit(struct tw_service *s,
                                 const struct tw_timer_spec *spec,
                                 struct tw_handle **out);
 
-/* The service's clock: CLOCK_MONOTONIC in ns, the clock of every deadline.
- * Callable from any thread, also after stop. NULL: 0. */
+/* The service's clock: CLOCK_MONOTONIC in ns, the clock of every deadline,
+ * read with clock_gettime() (exact: between a reading before the call and
+ * one after; the "now" of a relative delay may be up to
+ * TW_SERVICE_CLOCK_AHEAD_NS later). Callable from any thread, also after
+ * stop. NULL: 0. */
 TW_PUBLIC uint64_t tw_service_now(const struct tw_service *s);
 
 /*
@@ -233,7 +244,8 @@ TW_PUBLIC int tw_handle_cancel(struct tw_handle *h);
 TW_PUBLIC int tw_handle_cancel_wait(struct tw_handle *h);
 
 /*
- * Move h to fire delay ns from now (saturating), from any thread, its own
+ * Move h to fire delay ns from now (saturating; now as for
+ * tw_service_schedule()), from any thread, its own
  * callback included, with no allocation (O(1) at the worker). Returns:
  *  1  re-armed: the next run of the callback starts at the new deadline,
  *     never before, unless h is cancelled, re-armed again or handed back

@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <sched.h>
 
+#include "clock.h"
 #include "service.h"
 
 _Thread_local const struct tw_handle *tw__running;
@@ -390,7 +391,7 @@ TW_PUBLIC int tw_handle_rearm(struct tw_handle *h, uint64_t delay)
 {
     if (!h)
         return -EINVAL;
-    return tw_handle_rearm_at(h, tw__add_sat(tw__svc_clock(), delay));
+    return tw_handle_rearm_at(h, tw__add_sat(tw__svc_clock_upper(), delay));
 }
 
 TW_PUBLIC enum tw_handle_state tw_handle_query(const struct tw_handle *h)

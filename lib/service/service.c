@@ -22,6 +22,7 @@
 #include <sched.h>
 #include <string.h>
 
+#include "clock.h"
 #include "service.h"
 
 /* A sanity bound on the pool, far above any useful size; it catches a
@@ -221,8 +222,8 @@ TW_PUBLIC int tw_service_schedule(struct tw_service *s, uint64_t delay,
                                   tw_service_callback *cb, void *arg,
                                   struct tw_handle **out)
 {
-    return tw_service_schedule_at(s, tw__add_sat(tw__svc_clock(), delay), cb,
-                                  arg, out);
+    return tw_service_schedule_at(s, tw__add_sat(tw__svc_clock_upper(), delay),
+                                  cb, arg, out);
 }
 
 TW_PUBLIC int tw_service_schedule_periodic(struct tw_service *s, uint64_t delay,
@@ -231,7 +232,7 @@ TW_PUBLIC int tw_service_schedule_periodic(struct tw_service *s, uint64_t delay,
                                            struct tw_handle **out)
 {
     struct tw_timer_spec spec = {
-        .deadline = tw__add_sat(tw__svc_clock(), delay),
+        .deadline = tw__add_sat(tw__svc_clock_upper(), delay),
         .period = period,
         .kind = kind,
         .cb = cb,

@@ -11,6 +11,8 @@
  *   wait.c      sleeping on a handle's state word (cancel-and-wait)
  *   registry.c  the live services by slot: a handle's way to its service
  *   mpsc.h      the lock-free queue from producers to the worker
+ *   clock.c     the producers' clock: the "now" a relative delay counts
+ *               from, read from the TSC where that is safe (clock.h)
  *   tsan.h      telling a user's ThreadSanitizer about our orderings
  *
  * The service uses the core only through its public API

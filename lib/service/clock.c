@@ -1,0 +1,307 @@
+/*
+ * The producers' clock: what schedule, periodic schedule and re-arm read
+ * to turn a delay into a deadline (deadline = reading + delay).
+ *
+ * Why. clock_gettime(CLOCK_MONOTONIC) costs 22-25 ns on the 2-core KVM
+ * guest the benchmarks run on (vDSO, clocksource tsc, read with rdtscp):
+ * a quarter of a schedule. CLOCK_MONOTONIC_COARSE (5 ns) moves in 4 ms
+ * steps and lags by more than that: timers would fire early or ms late.
+ * The TSC costs 10 ns to read (rdtsc), 18 ns ordered (lfence; rdtsc).
+ *
+ * How. Each thread keeps a base: a real CLOCK_MONOTONIC reading `ns` and
+ * the TSC `tsc` read just before it. A reading is
+ *
+ *     ns + ceil((TSC now - tsc) * mult),   mult >= 1.25 * the kernel's rate
+ *
+ * while TSC now - tsc < span (about 4 us), and otherwise a real reading,
+ * which becomes the new base: when the base is older than span, when the
+ * TSC is behind the base (another CPU's, after suspend), when the thread
+ * has none yet. `mult` (ns per cycle, 32 fraction bits) is calibrated once
+ * per process from two real readings at least CAL_NS apart, taken by
+ * whichever threads call; until then every reading is real. Per thread a
+ * reading is never below the last one given (`last`), so one thread's
+ * timers with equal delays keep their order.
+ *
+ * Where. Only on x86-64 Linux with an invariant TSC (CPUID
+ * 0x80000007:EDX[8]: constant rate, counting in every C-state) and with
+ * tsc as the current clocksource, read once from sysfs at the first call;
+ * and not when the environment has TW_SERVICE_CLOCK=monotonic at the first
+ * call. Elsewhere every reading is clock_gettime().
+ *
+ * Never below CLOCK_MONOTONIC. With clocksource tsc the kernel computes
+ * CLOCK_MONOTONIC from the same counter: base_k + ((TSC - cycle_last) *
+ * mult_k >> shift), a continuous, piecewise linear function of the TSC
+ * value whose slope mult_k changes only when NTP or adjtimex() slews the
+ * clock (a drift correction of some hundred ppm, chrony's slews of up to
+ * 8.3 %, a changed tick length), and which the kernel never lets stray
+ * more than 11 % from its nominal value (the clocksource's maxadj).
+ * Calibration measures an upper bound of the slope at that time, between
+ * 0.89 and 1.11 times nominal; times 1.25 that exceeds 1.11 / 0.89 =
+ * 1.247 times it, so our slope is steeper than any the kernel can take
+ * later, in either direction. The base has ns >= the kernel's value at
+ * tsc (ns was read after tsc, in order), so for every TSC value at or
+ * after tsc our line is on or above the kernel's. Hence:
+ *  - NTP slewing, either way, at any rate the kernel allows: see above.
+ *    Steps (settimeofday, ADJ_SETOFFSET) move CLOCK_REALTIME only.
+ *  - Migration between CPUs and TSC skew: CLOCK_MONOTONIC read on a CPU is
+ *    the kernel's function of that CPU's TSC value, and our reading is our
+ *    line at that same value, so the comparison holds on whichever CPU the
+ *    thread runs, as long as the value is at or after the base's `tsc`; a
+ *    TSC behind it gives a huge unsigned difference, so a real reading.
+ *    The base's two reads must come from one CPU: a base whose TSC reads,
+ *    fenced, before and after the clock_gettime(), are more than
+ *    PAIR_MAX_CYCLES apart (an interrupt, a preemption, a migration) is
+ *    not used. What remains is what the kernel itself relies on for the
+ *    tsc clocksource: TSCs synchronised across CPUs (checked at boot; the
+ *    kernel drops tsc as a clocksource where they are not).
+ *  - Suspend: CLOCK_MONOTONIC stops while the TSC restarts from 0 (behind
+ *    the base: real reading) or runs on (far ahead: real reading). A
+ *    paused VM's TSC and CLOCK_MONOTONIC move on together.
+ *  - Out-of-order execution: the TSC is read after an lfence, so after
+ *    every earlier instruction has completed: after any clock reading the
+ *    caller made before the call, and after the load by which it saw
+ *    another thread's reading. A bare rdtsc can execute before those (by
+ *    as much as a cache miss), and then read a value below theirs.
+ * Not covered: a clocksource changed at run time (the kernel's watchdog
+ * finding the TSC unstable) is not noticed; the invariant TSC and the
+ * kernel's own choice of tsc at the first call are the guards.
+ *
+ * Never far above. CLOCK_MONOTONIC at the call is at least the base's ns
+ * (read earlier), and a reading is at most ns + span * mult + 1, which
+ * span is chosen to keep within TW_SERVICE_CLOCK_AHEAD_NS (5 us),
+ * whatever the TSC and the load do. Typically it is much less: a quarter
+ * of the base's age (the margin) plus the length of the base's
+ * clock_gettime(), so at most about 1 us. A timer fires at the first tick
+ * boundary at or after its deadline, so its extra lateness is that
+ * amount, not a tick.
+ *
+ * Why one base per thread, not one shared or published by the worker. The
+ * worker sleeps for milliseconds, so its reading is stale; a process-wide
+ * base refreshed by whichever producer finds it old would move a written
+ * cache line between producers every span. A thread's base is read and
+ * written by that thread only (initial-exec TLS: %fs-relative loads).
+ *
+ * Measured (docs/service.md has the figures): the reading costs 10 ns
+ * with a bare rdtsc, 19 ns with the lfence, against 22 ns for
+ * clock_gettime() (a loop of readings, best of 100); per schedule (CPU ns
+ * per timer, one producer, median of 7 interleaved runs, loaded) 99 ns
+ * with clock_gettime(), 81 with the lfence, 71 with a bare rdtsc, 103
+ * with rdtscp. The bare rdtsc is not used: see out-of-order execution.
+ *
+ * tw_service_now() and the worker keep reading CLOCK_MONOTONIC itself: a
+ * caller comparing tw_service_now() with its own readings expects it
+ * between a reading before and one after, and the worker's reading
+ * decides when a timer is due.
+ */
+#define _DEFAULT_SOURCE 1
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+
+#if TW__CLOCK_TSC
+#include <cpuid.h>
+#endif
+
+/* The span a base is extrapolated is what keeps a reading within
+ * TW_SERVICE_CLOCK_AHEAD_NS (5 us) of the clock: span * mult < 5 us, about
+ * 4 us of real time. Shorter: more real readings (one per span while a
+ * thread keeps scheduling, ~60 ns each with the fences); longer: readings
+ * further ahead. */
+/* The slope margin: mult = 1.25 * the calibrated rate (see above). */
+#define MARGIN_NUM 5
+#define MARGIN_DEN 4
+/* Two real readings at least this far apart calibrate the rate: the TSC
+ * reads around each are 1024 cycles apart at most, so the rate is known
+ * to a few tenths of a percent at worst (and always rounded up). */
+#define CAL_NS 1000000u
+/* A base whose TSC reads are further apart than this was disturbed. */
+#define PAIR_MAX_CYCLES 1024u
+/* Plausible TSC rates: 100 MHz to 20 GHz (ns per cycle 10 to 0.05). */
+#define RATE_MIN 0.05
+#define RATE_MAX 10.0
+
+_Thread_local struct tw__clock_base tw__clock_mine TW__TLS_IE;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static atomic_int mode; /* TW__CLOCK_REAL until decided */
+static atomic_uint_fast64_t cal_mult, cal_span; /* span before mult */
+/* The first calibration reading (taken under cal_lock). */
+static pthread_mutex_t cal_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool have_first;
+static uint64_t first_ns, first_tsc_after;
+
+#if TW__CLOCK_TSC
+static uint64_t tsc_fenced(void)
+{
+    uint64_t t;
+
+    _mm_lfence();
+    t = __rdtsc();
+    _mm_lfence();
+    return t;
+}
+
+/* The TSC runs at a constant rate in every state (invariant TSC). */
+static bool invariant_tsc(void)
+{
+    unsigned a, b, c, d;
+
+    if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
+        return false;
+    __get_cpuid(0x80000007u, &a, &b, &c, &d);
+    return (d >> 8) & 1u;
+}
+
+/* The kernel computes CLOCK_MONOTONIC from the TSC. */
+static bool clocksource_is_tsc(void)
+{
+    static const char path[] =
+        "/sys/devices/system/clocksource/clocksource0/current_clocksource";
+    char buf[16] = {0};
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n;
+
+    if (fd < 0)
+        return false;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    return n >= 3 && memcmp(buf, "tsc", 3) == 0 && (n == 3 || buf[3] == '\n');
+}
+#endif
+
+static void decide(void)
+{
+    const char *env = getenv("TW_SERVICE_CLOCK");
+    int m = TW__CLOCK_REAL;
+
+#if TW__CLOCK_TSC
+    if (!(env && strcmp(env, "monotonic") == 0) && invariant_tsc() &&
+        clocksource_is_tsc())
+        m = TW__CLOCK_CALIBRATING;
+#else
+    (void)env;
+#endif
+    atomic_store_explicit(&mode, m, memory_order_release);
+}
+
+#if TW__CLOCK_TSC
+/* Sets the rate from the first good reading and this one (at least CAL_NS
+ * apart), under cal_lock. The kernel's value at the TSC read before the
+ * second (tsc_before) is at most ns, at the TSC read after the first at
+ * least first_ns: so (ns - first_ns) / (tsc_before - first_tsc_after) is at
+ * least the kernel's mean rate in between. */
+static void calibrate_locked(uint64_t tsc_before, uint64_t ns,
+                             uint64_t tsc_after)
+{
+    double rate;
+    uint64_t mult;
+
+    if (!have_first || tsc_before <= first_tsc_after) {
+        have_first = true; /* (again, if the TSC went backwards) */
+        first_ns = ns;
+        first_tsc_after = tsc_after;
+        return;
+    }
+    if (ns - first_ns < CAL_NS)
+        return;
+    rate = (double)(ns - first_ns) / (double)(tsc_before - first_tsc_after);
+    if (rate < RATE_MIN || rate > RATE_MAX) {
+        tw__clock_disable();
+        return;
+    }
+    /* Truncated, + 1: rounded up. */
+    mult = (uint64_t)(rate * MARGIN_NUM / MARGIN_DEN * 4294967296.0) + 1;
+    /* span * mult <= (TW_SERVICE_CLOCK_AHEAD_NS - 1) << 32 < 2^64: the
+     * product in tw__svc_clock_upper() cannot overflow, and a reading is at
+     * most TW_SERVICE_CLOCK_AHEAD_NS - 1 + 1 above its base. */
+    atomic_store_explicit(&cal_span,
+                          ((TW_SERVICE_CLOCK_AHEAD_NS - 1) << 32) / mult,
+                          memory_order_relaxed);
+    atomic_store_explicit(&cal_mult, mult, memory_order_release);
+    atomic_store_explicit(&mode, TW__CLOCK_ON, memory_order_release);
+}
+
+/* Calibrate with this reading if the rate is not known yet; the rate, or
+ * 0. A thread that finds another calibrating just reads the real clock. */
+static uint64_t rate_known(uint64_t tsc_before, uint64_t ns, uint64_t tsc_after)
+{
+    uint64_t mult = atomic_load_explicit(&cal_mult, memory_order_acquire);
+
+    if (mult || pthread_mutex_trylock(&cal_lock) != 0)
+        return mult;
+    if (atomic_load_explicit(&mode, memory_order_relaxed) ==
+        TW__CLOCK_CALIBRATING)
+        calibrate_locked(tsc_before, ns, tsc_after);
+    pthread_mutex_unlock(&cal_lock);
+    return atomic_load_explicit(&cal_mult, memory_order_acquire);
+}
+#endif
+
+/* Never below what this thread was given last. */
+static uint64_t give(struct tw__clock_base *b, uint64_t t)
+{
+    if (t < b->last)
+        t = b->last;
+    b->last = t;
+    return t;
+}
+
+uint64_t tw__clock_refresh(void)
+{
+    struct tw__clock_base *b = &tw__clock_mine;
+    uint64_t ns;
+
+    pthread_once(&once, decide);
+    b->span = 0;
+    if (atomic_load_explicit(&mode, memory_order_acquire) == TW__CLOCK_REAL)
+        return give(b, tw__svc_clock());
+#if TW__CLOCK_TSC
+    {
+        uint64_t before = tsc_fenced(), after, mult;
+
+        ns = tw__svc_clock();
+        after = tsc_fenced();
+        if (after - before <= PAIR_MAX_CYCLES &&
+            (mult = rate_known(before, ns, after)) != 0 &&
+            atomic_load_explicit(&mode, memory_order_relaxed) == TW__CLOCK_ON) {
+            b->tsc = before;
+            b->ns = ns;
+            b->mult = mult;
+            b->span = atomic_load_explicit(&cal_span, memory_order_relaxed);
+        }
+    }
+#else
+    ns = tw__svc_clock();
+#endif
+    return give(b, ns);
+}
+
+int tw__clock_mode(void)
+{
+    pthread_once(&once, decide);
+    return atomic_load_explicit(&mode, memory_order_acquire);
+}
+
+uint64_t tw__clock_max_ahead(void)
+{
+    uint64_t mult = atomic_load_explicit(&cal_mult, memory_order_acquire);
+    uint64_t span = atomic_load_explicit(&cal_span, memory_order_relaxed);
+
+    if (tw__clock_mode() != TW__CLOCK_ON)
+        return 0;
+    return (span * mult >> 32) + 1;
+}
+
+void tw__clock_disable(void)
+{
+    pthread_once(&once, decide); /* so that it cannot come after */
+    atomic_store_explicit(&mode, TW__CLOCK_REAL, memory_order_release);
+    tw__clock_mine.span = 0;
+    tw__clock_mine.last = 0; /* plain readings from the next one */
+}

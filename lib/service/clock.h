@@ -1,0 +1,85 @@
+/*
+ * The producers' clock (clock.c): the reading that tw_service_schedule(),
+ * tw_service_schedule_periodic() and tw_handle_rearm() add a delay to.
+ * Never below CLOCK_MONOTONIC as read on the calling thread at the call,
+ * and never more than tw__clock_max_ahead() above it. The design, and why
+ * each of those holds, is at the top of clock.c. Never installed.
+ */
+#ifndef TW_SERVICE_CLOCK_H
+#define TW_SERVICE_CLOCK_H
+
+#include <stdint.h>
+
+#include "service.h"
+
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
+#define TW__CLOCK_TSC 1
+#include <x86intrin.h>
+#else
+#define TW__CLOCK_TSC 0
+#endif
+
+/* A thread's base: one real reading and the TSC just before it. */
+struct tw__clock_base {
+    uint64_t tsc;  /* the TSC, read (ordered) just before `ns` */
+    uint64_t ns;   /* CLOCK_MONOTONIC */
+    uint64_t span; /* TSC cycles the base may be extrapolated; 0: read */
+    uint64_t mult; /* ns per cycle << 32, rounded up, with the margin */
+    uint64_t last; /* the last reading this thread was given */
+};
+
+extern _Thread_local struct tw__clock_base tw__clock_mine TW__TLS_IE;
+
+/* The slow path (clock.c): a real reading, which becomes the thread's new
+ * base when the TSC may be used. */
+uint64_t tw__clock_refresh(void);
+
+/* How the producers' clock reads, for the tests: TW__CLOCK_REAL (plain
+ * clock_gettime: not x86-64 Linux, no invariant TSC, a clocksource other
+ * than tsc, TW_SERVICE_CLOCK=monotonic, or tw__clock_disable()),
+ * TW__CLOCK_CALIBRATING (the TSC's rate is not known yet: real readings),
+ * TW__CLOCK_ON (extrapolated from the TSC). */
+enum { TW__CLOCK_REAL, TW__CLOCK_CALIBRATING, TW__CLOCK_ON };
+int tw__clock_mode(void);
+/* The most a reading can be above CLOCK_MONOTONIC read just after it, in
+ * ns: 0 unless TW__CLOCK_ON. */
+uint64_t tw__clock_max_ahead(void);
+/* Plain readings from now on: on this thread at once (the next may be
+ * below its last, by tw__clock_max_ahead() at most), on other threads at
+ * their next refresh, and clamped to their last reading meanwhile. */
+void tw__clock_disable(void);
+
+/*
+ * CLOCK_MONOTONIC in ns, or an estimate of it at most tw__clock_max_ahead()
+ * above and never below. Per thread, readings never go backwards. Any
+ * thread; no failure.
+ */
+static inline uint64_t tw__svc_clock_upper(void)
+{
+#if TW__CLOCK_TSC
+    struct tw__clock_base *b = &tw__clock_mine;
+
+    if (b->span) {
+        uint64_t d, t;
+
+        /* lfence: the TSC is read after every earlier instruction has
+         * completed, so after any clock reading the caller made before,
+         * or saw another thread make (clock.c). */
+        _mm_lfence();
+        d = __rdtsc() - b->tsc; /* huge if the TSC went backwards */
+        if (d < b->span) {
+            /* d * mult < span * mult < 2^64 (clock.c); +1 rounds up. */
+            t = b->ns + (d * b->mult >> 32) + 1;
+            if (t < b->last)
+                t = b->last;
+            b->last = t;
+            return t;
+        }
+    }
+    return tw__clock_refresh();
+#else
+    return tw__svc_clock();
+#endif
+}
+
+#endif /* TW_SERVICE_CLOCK_H */
