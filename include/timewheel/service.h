@@ -33,7 +33,7 @@ extern "C" {
 #define TW_SERVICE_CLOCK_AHEAD_NS UINT64_C(5000)
 struct tw_service; /* opaque */
 /* Opaque, reference-counted; one allocation per scheduled timer and its
- * whole memory while pending: 80 bytes on 64-bit targets, 96 for a
+ * whole memory while pending: 64 bytes on 64-bit targets, 80 for a
  * periodic timer or one with a release hook (jemalloc size classes). */
 struct tw_handle;
 
