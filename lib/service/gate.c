@@ -15,7 +15,9 @@
  * all TW__STRIPES indexes are taken, or the key cannot be made, a thread
  * uses the shared stripe, with atomic read-modify-writes. The claim's
  * acquire and the exit's release order the old owner's writes before the
- * new owner's.
+ * new owner's: its counters, and its producer side of the stripe's rings
+ * in every service (ring.c), which the new owner takes over as they are,
+ * handles still in them included (the worker drains them as before).
  *
  * A stripe holds: schedule calls inside the gate; timers accepted and
  * refused by its thread; its thread's winning cancels; timers its thread
@@ -33,7 +35,9 @@
  * on every thread of the process, and the producer only keeps the compiler
  * from reordering its store and load (as liburcu's membarrier flavour
  * does). Without it, and on the shared stripe, the producer's store is a
- * locked read-modify-write.
+ * locked read-modify-write. The worker uses the same barrier for its sleep
+ * hand-shake with the producers' rings (tw__gate_membarrier(), worker.c),
+ * and rings are made only where it exists (tw__gate_asym()).
  *
  * Back-pressure, two bounds, both answered with -EAGAIN:
  *  - max_pending (default TW_SERVICE_DEFAULT_MAX_PENDING): slots are taken
@@ -155,6 +159,24 @@ void tw__gate_init(void)
     pthread_once(&asym_once, register_membarrier);
 }
 
+/* Whether the expedited membarrier is registered: the producers' rings
+ * (ring.c) rely on it for the worker's sleep hand-shake. */
+bool tw__gate_asym(void)
+{
+    return atomic_load_explicit(&asym, memory_order_relaxed);
+}
+
+/* A full barrier on every thread of the process that is running now (the
+ * others pass one when they are next scheduled). The expedited barrier
+ * needs the registration, which a child of fork() may not have inherited:
+ * then the global one, slower (it waits for a grace period) but registered
+ * by no one. Only when tw__gate_asym(). */
+void tw__gate_membarrier(void)
+{
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
+        syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+}
+
 struct tw__stripe *tw__gate_enter(struct tw_service *s, int *rc)
 {
     struct tw__stripe *st = tw__stripe_mine(s);
@@ -187,12 +209,8 @@ void tw__gate_leave(struct tw_service *s, struct tw__stripe *st)
 void tw__gate_close(struct tw_service *s)
 {
     atomic_store_explicit(&s->closed, true, memory_order_seq_cst);
-    /* The expedited barrier needs the registration, which a child of
-     * fork() may not have inherited: then the global one, slower (it waits
-     * for a grace period) but registered by no one. */
-    if (atomic_load_explicit(&asym, memory_order_relaxed) &&
-        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
-        syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+    if (tw__gate_asym())
+        tw__gate_membarrier();
     for (unsigned i = 0; i <= TW__STRIPES; i++)
         while (atomic_load_explicit(&s->stripes[i].inside,
                                     memory_order_acquire))

@@ -216,14 +216,23 @@ uint64_t tw__handle_next_deadline(const struct tw_service *s,
     return tw__add_sat(last, mul_sat((now - last) / period + 1, period));
 }
 
-/* Send h's message through the cancel queue. The caller holds h's word w
- * (CANCELLING or LOCKED) with TW__CQ set, and sends only if w had it clear:
- * one message carries every cancel and re-arm made before the worker takes
- * it (the worker reads the state and deadline only then). TW__CQ keeps h
- * alive meanwhile; the message takes no reference (service.h). */
+/* Send h's message through this thread's message ring, or the cancel
+ * queue (ring.c says when). The caller holds h's word w (CANCELLING or
+ * LOCKED) with TW__CQ set, and sends only if w had it clear: one message
+ * carries every cancel and re-arm made before the worker takes it (the
+ * worker reads the state and deadline only then). TW__CQ keeps h alive
+ * meanwhile; the message takes no reference (service.h). The caller looks
+ * at the worker's sleep next: a ring push is a plain store, kept before
+ * that look by the compiler barrier here and, in the processor, by the
+ * worker's membarrier (worker.c); a queue push is a full barrier. */
 static void send_message(struct tw_service *s, struct tw_handle *h)
 {
-    tw__mpsc_push(&s->cancelq, &h->cnode);
+    struct tw__rings *r = tw__rings_mine(s);
+
+    if (r && tw__ring_push(&r->msgs, h))
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        tw__mpsc_push(&s->cancelq, &h->cnode);
 }
 
 /* The canceller's side of PENDING -> CANCELLING -> CANCELLED, holding
@@ -354,7 +363,7 @@ static uint32_t rearm_earlier(struct tw_handle *h, uint32_t w,
         atomic_store_explicit(&s->hinted, true, memory_order_relaxed);
     if (!(w & TW__CQ)) {
         send_message(s, h);
-        tw__worker_notify_pushed(s, deadline); /* the push was a fence */
+        tw__worker_notify_pushed(s, deadline); /* see send_message */
     } else {
         tw__worker_notify(s, deadline);
     }

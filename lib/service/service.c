@@ -97,6 +97,7 @@ static void init_sync(struct tw_service *s)
 static void free_service(struct tw_service *s)
 {
     tw__registry_remove(s);
+    tw__rings_free(s);
     tw__exec_destroy(&s->exec);
     pthread_cond_destroy(&s->wake);
     pthread_mutex_destroy(&s->stop_lock);

@@ -10,6 +10,8 @@
  *               the striped counters and tw_service_stats()
  *   wait.c      sleeping on a handle's state word (cancel-and-wait)
  *   registry.c  the live services by slot: a handle's way to its service
+ *   ring.c      each producer thread's rings in front of the queues
+ *   ring.h      the ring: one producer, one consumer, a chain of blocks
  *   mpsc.h      the lock-free queue from producers to the worker
  *   clock.c     the producers' clock: the "now" a relative delay counts
  *               from, read from the TSC where that is safe (clock.h)
@@ -18,12 +20,16 @@
  * The service uses the core only through its public API
  * (timewheel/core.h), memory included: tw_alloc() and tw_free().
  *
- * Threads. Producers (any thread) push new handles onto `newq` and
- * cancelled ones onto `cancelq`. The worker thread alone touches the core
- * wheel: it moves new handles into the wheel, unlinks cancelled ones,
- * advances to CLOCK_MONOTONIC and runs callbacks or hands them to the
- * executor. tw_service_stop() takes over the worker's structures once it
- * has joined the worker and the executor.
+ * Threads. Producers (any thread) push new handles, and messages about
+ * cancelled or re-armed ones, into rings of their own (ring.c: one pair
+ * per stripe a thread owns, made at its first push, a plain store per
+ * push), or, where they have none, onto the queues `newq` and `cancelq`
+ * (an exchange per push). The worker thread alone touches the core wheel:
+ * it drains every ring and both queues, moves new handles into the wheel,
+ * unlinks cancelled ones, advances to CLOCK_MONOTONIC and runs callbacks
+ * or hands them to the executor. tw_service_stop() takes over the worker's
+ * structures, rings included, once it has joined the worker and the
+ * executor.
  *
  * A handle's state word (32 bits: the state in the low 4, TW__WAITERS,
  * TW__CQ, TW__ORPHAN, a generation above, bumped by every re-arm) changes only by
@@ -37,8 +43,8 @@
  *   PENDING/DISPATCHED --rearm--> LOCKED --> PENDING (gen + 1)
  *   RUNNING/RUN_AGAIN --rearm--> LOCKED --> RUN_AGAIN (gen + 1)
  *   RUN_AGAIN --> PENDING once the callback returns
- *   PENDING --cancel--> CANCELLING --> CANCELLED   (canceller pushes onto
- *                                                   cancelq in between)
+ *   PENDING --cancel--> CANCELLING --> CANCELLED   (canceller sends a
+ *                                                   message in between)
  *   DISPATCHED --cancel--> CANCELLING --> CANCELLED
  *   RUNNING (periodic) / RUN_AGAIN --cancel--> CANCELLING --> CANCEL_RUNNING
  *                                                   --> CANCELLED on return
@@ -48,20 +54,25 @@
  * set them; everyone else waits them out (tw__handle_settle()).
  *
  * Custody. The service's reference is held by exactly one place at a time:
- * the new queue (from schedule, or when the executor hands a re-armed or
- * periodic timer back), the wheel, the worker's batch or the executor's
- * queue, or the thread running the callback. Whoever holds custody of a
- * cancelled handle drops it. The cancel queue carries messages, not
- * custody: "this handle was cancelled" or "this handle was re-armed to an
- * earlier deadline"; TW__CQ in the state word says whether one is queued,
- * so a handle is never in the queue twice. A message holds no reference:
- * while TW__CQ is set, the service's reference is never dropped. Whoever
- * lets go of the handle then (tw__handle_let_go, called by tw__handle_drop) sets TW__ORPHAN instead, by
- * compare-and-swap on the settled word, and the worker, whose swap clears
- * TW__CQ, drops the reference for it if it finds TW__ORPHAN; whichever of
- * the two swaps comes second does the dropping. So the worker may read a
- * handle it pops from cancelq until its own swap, and afterwards only if
- * the handle is in the wheel (its custody).
+ * a new-handle ring or the new queue (from schedule, or when the executor
+ * hands a re-armed or periodic timer back), the wheel, the worker's batch
+ * or the executor's queue, or the thread running the callback. Whoever
+ * holds custody of a cancelled handle drops it. The message rings and the
+ * cancel queue carry messages, not custody: "this handle was cancelled" or
+ * "this handle was re-armed to an earlier deadline"; TW__CQ in the state
+ * word says whether one is queued (in a ring or the queue), so a handle
+ * has at most one message on the way. A handle's message and the handle
+ * itself travel separately (a message may be taken before the handle is
+ * admitted: the worker then finds the handle in no structure of its own
+ * and leaves it to the admission, which sees the state). A message holds
+ * no reference: while TW__CQ is set, the service's reference is never
+ * dropped. Whoever lets go of the handle then (tw__handle_let_go, called
+ * by tw__handle_drop) sets TW__ORPHAN instead, by compare-and-swap on the
+ * settled word, and the worker, whose swap clears TW__CQ, drops the
+ * reference for it if it finds TW__ORPHAN; whichever of the two swaps comes
+ * second does the dropping. So the worker may read a handle whose message
+ * it takes (from a ring or cancelq) until its own swap, and afterwards only
+ * if the handle is in the wheel (its custody).
  *
  * A re-arm to a later deadline only writes the deadline: when the wheel
  * fires the timer at the old one, the worker sees the new one and puts it
@@ -93,6 +104,7 @@
 #include <string.h>
 
 #include "mpsc.h"
+#include "ring.h"
 #include "tsan.h"
 #include "timewheel/service.h"
 
@@ -115,8 +127,9 @@ enum tw__hstate {
  * sleepers (handle.c). A bit of the word rather than a count beside it, so
  * that the runner's compare-and-swap itself tells it whether to wake. */
 #define TW__WAITERS 0x10u
-/* A message about the handle is in cancelq: set by the same move that
- * decides to send it (a cancel's compare-and-swap, a re-arm's store), so a
+/* A message about the handle is on its way (in a message ring or cancelq):
+ * set by the same move that decides to send it (a cancel's
+ * compare-and-swap, a re-arm's store), so a
  * canceller spends no read-modify-write on it; cleared by the worker's
  * compare-and-swap when it takes the message. */
 #define TW__CQ 0x20u
@@ -289,6 +302,13 @@ struct tw__stripe {
     atomic_int_fast64_t credit; /* pending slots taken from `avail`, unused */
 };
 
+/* A stripe's rings (ring.c): new handles, and messages. */
+struct tw__rings {
+    struct tw__ring fresh; /* custody, as in newq */
+    struct tw__ring msgs;  /* messages, as in cancelq */
+    void *base;            /* what tw_alloc() returned */
+};
+
 /* A singly linked FIFO of handles through their `next` field, which lies
  * over the timer's deadline: only for handles out of the wheel. */
 struct tw__hlist {
@@ -324,10 +344,16 @@ struct tw_service {
      * it is awake; reap_wake says it sleeps longer than TW__REAP_NS. */
     _Alignas(TW__CACHE_LINE) atomic_uint_fast64_t sleep_until;
     atomic_bool reap_wake;
-    atomic_bool hinted; /* a re-arm to an earlier deadline is in cancelq */
+    atomic_bool hinted; /* a re-arm to an earlier deadline sent a message */
     struct tw__mpsc newq;
     struct tw__mpsc cancelq;
     struct tw__stripe stripes[TW__STRIPES + 1]; /* the last: shared */
+    /* Each owned stripe's rings (ring.c), made by its owner at its first
+     * push; bit i of `ringed` says rings[i] holds some. Written once per
+     * stripe, read by its owner at every push and by the worker. */
+    _Alignas(TW__CACHE_LINE) _Atomic(struct tw__rings *) rings[TW__STRIPES];
+    atomic_uint_fast64_t ringed;
+    atomic_uint_fast64_t ringless; /* bit i: rings[i] could not be made */
     /* Pending slots not given to a stripe: producers take, drops give. */
     _Alignas(TW__CACHE_LINE) atomic_int_fast64_t avail;
     /* Sleeping and waking the worker. */
@@ -339,7 +365,7 @@ struct tw_service {
     struct tw__hlist batch; /* due, for the executor after the advance */
     bool reaped;            /* the last reap found cancelled timers */
     bool behind_set;        /* the worker's copy of `behind` */
-    uint64_t drained_at;    /* when the worker last emptied newq */
+    uint64_t drained_at;    /* when the worker last emptied rings and newq */
     pthread_t worker;
     struct tw__exec exec;
     atomic_uint_fast64_t wakeups; /* the worker's */
@@ -466,6 +492,16 @@ void tw__gate_unreserve(struct tw_service *s, struct tw__stripe *st);
 void tw__gate_close(struct tw_service *s);
 void tw__gate_let_go(struct tw_service *s, bool completed);
 void tw__gate_count_cancel(struct tw_service *s);
+bool tw__gate_asym(void);
+void tw__gate_membarrier(void);
+
+/* ring.c */
+struct tw__rings *tw__rings_make(struct tw_service *s);
+struct tw__rings *tw__rings_at(struct tw_service *s, unsigned i);
+uint64_t tw__rings_made(struct tw_service *s);
+bool tw__rings_fresh_empty(struct tw_service *s);
+bool tw__rings_msgs_empty(struct tw_service *s);
+void tw__rings_free(struct tw_service *s);
 
 /* Initial-exec TLS: one load off %fs instead of a call to __tls_get_addr
  * on every schedule and cancel (a few bytes of the static TLS surplus when
@@ -506,6 +542,19 @@ static inline void tw__count(const struct tw_service *s,
         atomic_store_explicit(
             c, atomic_load_explicit(c, memory_order_relaxed) + 1,
             memory_order_release);
+}
+
+/* This thread's rings in s (ring.c), made at its first push into s; NULL:
+ * it pushes onto the queues. */
+static inline struct tw__rings *tw__rings_mine(struct tw_service *s)
+{
+    unsigned i = tw__my_stripe - 1; /* UINT_MAX before the claim */
+    struct tw__rings *r;
+
+    if (i < TW__STRIPES &&
+        (r = atomic_load_explicit(&s->rings[i], memory_order_relaxed)))
+        return r;
+    return tw__rings_make(s);
 }
 
 static inline bool tw__stopping(const struct tw_service *s)

@@ -3,11 +3,13 @@
  * while the service runs.
  *
  * One turn of the loop:
- *   1. reap: pop the cancel queue and unlink each cancelled timer that is
- *      still in the wheel, so its memory goes back at once, not at its
- *      deadline, and move each timer re-armed to an earlier deadline;
- *   2. admit: pop at most ADMIT_BATCH new timers into the wheel (those
- *      cancelled on the way are dropped instead);
+ *   1. reap: take the messages from every producer's message ring and the
+ *      cancel queue; unlink each cancelled timer that is still in the
+ *      wheel, so its memory goes back at once, not at its deadline, and
+ *      move each timer re-armed to an earlier deadline;
+ *   2. admit: move at most ADMIT_BATCH new timers into the wheel, an equal
+ *      share from each producer's ring, then the new queue (those cancelled
+ *      on the way are dropped instead);
  *   3. advance the wheel to CLOCK_MONOTONIC. A due timer re-armed to a
  *      later deadline goes back into the wheel; the others are claimed by
  *      PENDING -> RUNNING and run here, or PENDING -> DISPATCHED and handed
@@ -20,10 +22,23 @@
  * than TW__REAP_NS away) wakes the worker; one whose timer is due later
  * leaves it asleep, and the timer waits in the queue until the next wake.
  * The handshake is the classic store-then-load on both sides (the worker
- * stores sleep_until then looks at the queue; a producer pushes then loads
- * sleep_until), with a full fence on each side, so at least one of them
- * sees the other and a timer is never stranded. Hashed mode wakes at every
- * tick boundary, as Netty does, and asks never to be woken early.
+ * stores sleep_until then looks at the rings and queues; a producer pushes
+ * then loads sleep_until), which needs a full barrier on each side so that
+ * at least one of them sees the other and a timer is never stranded. A
+ * queue push is an exchange, a full barrier. A ring push is a plain store,
+ * and the producer only keeps the compiler from moving its load above it:
+ * the worker pays for the producers' barrier instead, with
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) after publishing its sleep
+ * (gate.c), which runs a full barrier on every running thread of the
+ * process, so a producer's push is either seen by the worker's look that
+ * follows or ordered before its own load of the new sleep_until. Rings
+ * exist only where that membarrier does (ring.c), so correctness never
+ * depends on it. The worker skips it when the sleep ends by the next tick
+ * boundary and within TW__REAP_NS: a push it missed then waits at most
+ * that, as one that raced the look (below) does. Cancel messages pair
+ * with reap_wake the same way. Hashed mode wakes at every tick boundary, as
+ * Netty does, and asks never to be woken early: no hand-shake, no
+ * membarrier.
  *
  * Stop closes the producers' gate and wakes the worker, which leaves the
  * loop at step 3. A timer that falls due in an advance already running when
@@ -61,8 +76,10 @@ void tw__worker_kick(struct tw_service *s)
  * before the worker's wake-up fires on that wake-up anyway (it is admitted
  * and then due), so it needs no kick: with timers arriving a tick or more
  * ahead, as most do, producers never make a system call. The push before
- * this is an exchange with a full barrier (mpsc.h), which pairs with the
- * barrier in publish_sleep(): no fence of our own on the schedule path. */
+ * this was either into a ring, whose plain store the worker's membarrier
+ * orders before this load (see "Sleeping" at the top; the caller kept the
+ * compiler from reordering them), or an exchange with a full barrier
+ * (mpsc.h): no fence of our own on the schedule path either way. */
 void tw__worker_notify_pushed(struct tw_service *s, uint64_t due)
 {
     if (tw__add_sat(due, s->tick_ns) <=
@@ -119,12 +136,42 @@ static void take_message(struct tw_service *s, struct tw_handle *h)
     }
 }
 
+/* Pass to fn what each ring of the kind at `off` in struct tw__rings held
+ * when we looked, at most `share` of each (so that one flooding thread
+ * cannot take a turn's whole batch from the others); returns how many,
+ * and sets *left if a ring kept some. */
+static size_t drain_rings(struct tw_service *s, uint64_t m, size_t off,
+                          size_t share, bool *left,
+                          void (*fn)(struct tw_service *, struct tw_handle *))
+{
+    size_t n = 0;
+
+    while (m) {
+        unsigned i = (unsigned)__builtin_ctzll((unsigned long long)m);
+        struct tw__ring *r =
+            (struct tw__ring *)((char *)tw__rings_at(s, i) + off);
+        size_t k = tw__ring_ready(r);
+
+        m &= m - 1;
+        if (k > share) {
+            k = share;
+            *left = true;
+        }
+        for (size_t j = 0; j < k; j++)
+            fn(s, tw__ring_take(r));
+        n += k;
+    }
+    return n;
+}
+
 void tw__worker_reap(struct tw_service *s, bool wait)
 {
     struct cds_wfcq_node *n;
-    bool any = false;
+    bool any, left = false;
 
     atomic_store_explicit(&s->hinted, false, memory_order_relaxed);
+    any = drain_rings(s, tw__rings_made(s), offsetof(struct tw__rings, msgs),
+                      SIZE_MAX, &left, take_message) > 0;
     while ((n = wait ? tw__mpsc_pop_wait(&s->cancelq)
                      : tw__mpsc_pop(&s->cancelq)) &&
            n != TW__MPSC_BUSY) {
@@ -134,32 +181,50 @@ void tw__worker_reap(struct tw_service *s, bool wait)
     s->reaped = any;
 }
 
+/* New h into the wheel, or let go of if it was cancelled on the way. */
+static void admit_one(struct tw_service *s, struct tw_handle *h)
+{
+    if (tw__st(tw__handle_settle(h)) == TW__PENDING)
+        tw_schedule(s->wheel, &h->timer, tw__deadline(h));
+    else
+        tw__handle_drop(s, h, TW__OUT_CANCELLED);
+}
+
+/* At most max new handles: an equal share from each ring, then the queue
+ * (which holds the pushes of threads without a ring) up to max. Returns
+ * whether some may be left. */
 bool tw__worker_admit(struct tw_service *s, size_t max, bool wait)
 {
-    for (size_t i = 0; i < max; i++) {
+    uint64_t m = tw__rings_made(s);
+    size_t share = max / ((size_t)__builtin_popcountll(m) + 1);
+    bool left = false;
+    size_t i = drain_rings(s, m, offsetof(struct tw__rings, fresh),
+                           share ? share : 1, &left, admit_one);
+
+    for (; i < max; i++) {
         struct cds_wfcq_node *n =
             wait ? tw__mpsc_pop_wait(&s->newq) : tw__mpsc_pop(&s->newq);
-        struct tw_handle *h;
 
         if (!n)
-            return false;
+            return left;
         if (n == TW__MPSC_BUSY)
             return true;
-        h = of_qnode(n);
-        if (tw__st(tw__handle_settle(h)) == TW__PENDING)
-            tw_schedule(s->wheel, &h->timer, tw__deadline(h));
-        else
-            tw__handle_drop(s, h, TW__OUT_CANCELLED);
+        admit_one(s, of_qnode(n));
     }
     return true;
 }
 
-/* Give custody of h back to the worker: push it onto the new queue. */
+/* Give custody of h to the worker: push it into this thread's ring, or
+ * onto the new queue (ring.c says when). */
 void tw__worker_post(struct tw_service *s, struct tw_handle *h)
 {
     uint64_t due = tw__deadline(h);
+    struct tw__rings *r = tw__rings_mine(s);
 
-    tw__mpsc_push(&s->newq, &h->qnode);
+    if (r && tw__ring_push(&r->fresh, h))
+        atomic_signal_fence(memory_order_seq_cst); /* see notify_pushed */
+    else
+        tw__mpsc_push(&s->newq, &h->qnode);
     tw__worker_notify_pushed(s, due);
 }
 
@@ -306,6 +371,33 @@ static void publish_sleep(struct tw_service *s, uint64_t now, uint64_t target)
     cmm_smp_mb();
 }
 
+/* Whether a new timer waits in a ring or the queue. */
+static bool fresh_waiting(struct tw_service *s)
+{
+    return !tw__mpsc_empty(&s->newq) || !tw__rings_fresh_empty(s);
+}
+
+/* Whether a message waits in a ring or the queue. */
+static bool message_waiting(struct tw_service *s)
+{
+    return !tw__mpsc_empty(&s->cancelq) || !tw__rings_msgs_empty(s);
+}
+
+/* After publishing a sleep until target: make a ring push that the
+ * producer followed with a look at sleep_until or reap_wake either visible
+ * to our look at the rings or ordered after our store (the top,
+ * "Sleeping"). Not needed when no ring exists, nor when the sleep ends by
+ * the next tick boundary and within TW__REAP_NS: a producer would then not
+ * wake us anyway (its timer is due no earlier than it could fire then;
+ * reap_wake is false). */
+static void see_ring_pushes(struct tw_service *s, uint64_t now,
+                            uint64_t target)
+{
+    if (tw__rings_made(s) &&
+        (target > next_tick(s, now) || target > tw__add_sat(now, TW__REAP_NS)))
+        tw__gate_membarrier();
+}
+
 static void sleep_next(struct tw_service *s)
 {
     uint64_t now = tw__svc_clock();
@@ -318,13 +410,14 @@ static void sleep_next(struct tw_service *s)
         wait_until(s, target);
     } else if (!s->kicked) {
         publish_sleep(s, now, target);
+        see_ring_pushes(s, now, target);
         /* Pushed before sleep_until was published, so no one woke us.
          * Those timers were scheduled before now: a new one cannot fall
          * due before the next tick boundary unless it was scheduled with a
          * delay of about zero, and such a one fires on that boundary (at
          * most a tick late). Waking there instead of going round the loop
          * at once keeps a busy worker from chasing every push. */
-        if (!tw__mpsc_empty(&s->newq) && target > next_tick(s, now)) {
+        if (fresh_waiting(s) && target > next_tick(s, now)) {
             target = next_tick(s, now);
             publish_sleep(s, now, target);
         }
@@ -333,7 +426,7 @@ static void sleep_next(struct tw_service *s)
             target = next_tick(s, now);
             publish_sleep(s, now, target);
         }
-        if (!tw__mpsc_empty(&s->cancelq) && target > now + TW__REAP_NS) {
+        if (message_waiting(s) && target > now + TW__REAP_NS) {
             target = now + TW__REAP_NS;
             publish_sleep(s, now, target);
         }
@@ -367,7 +460,7 @@ static void track_lag(struct tw_service *s, uint64_t now, bool more)
  * queue was empty. */
 static void sleep_then_count_lag(struct tw_service *s)
 {
-    bool empty = tw__mpsc_empty(&s->newq);
+    bool empty = !fresh_waiting(s);
 
     sleep_next(s);
     if (empty)

@@ -233,6 +233,18 @@ static void ignore(struct tw_handle *h, void *arg)
     (void)arg;
 }
 
+/* A thread's first schedule into a service also makes the thread's rings
+ * and the first block of its new-handle ring, its first cancel the first
+ * block of its message ring (lib/service/ring.c): make them. */
+static void warm_rings(struct tw_service *s)
+{
+    struct tw_handle *h;
+
+    cr_assert_eq(tw_service_schedule(s, 3600 * SEC, ignore, NULL, &h), 0);
+    cr_assert_eq(tw_handle_cancel(h), 1);
+    tw_handle_release(h);
+}
+
 /* Schedule spec an hour out and return the size of the one block that
  * took; the handle is cancelled and released. */
 static unsigned long handle_bytes(struct tw_service *s,
@@ -267,6 +279,7 @@ Test(service_alloc, handles_fit_their_size_classes, .init = guarded)
     tw_service_config_init(&cfg, TW_HIER);
     s = tw_service_create(&cfg, NULL);
     cr_assert_not_null(s);
+    warm_rings(s);
     plain = handle_bytes(s, (struct tw_timer_spec){0});
     periodic = handle_bytes(
         s, (struct tw_timer_spec){.period = SEC, .kind = TW_FIXED_DELAY});
