@@ -22,6 +22,13 @@
  * reading is never below the last one given (`last`), so one thread's
  * timers with equal delays keep their order.
  *
+ * A base costs more than a plain reading (two fenced TSC reads around
+ * it), so it pays only for a thread that reads several times per span: a
+ * thread whose base served fewer than BURST_CALLS readings reads the plain
+ * clock, and takes a base again once two of its readings come closer than
+ * BURST_GAP_NS. A thread that schedules now and then costs what it did
+ * with clock_gettime() alone; one in a burst pays a base every 4 us.
+ *
  * Where. Only on x86-64 Linux with an invariant TSC (CPUID
  * 0x80000007:EDX[8]: constant rate, counting in every C-state) and with
  * tsc as the current clocksource, read once from sysfs at the first call;
@@ -81,12 +88,13 @@
  * cache line between producers every span. A thread's base is read and
  * written by that thread only (initial-exec TLS: %fs-relative loads).
  *
- * Measured (docs/service.md has the figures): the reading costs 10 ns
- * with a bare rdtsc, 19 ns with the lfence, against 22 ns for
- * clock_gettime() (a loop of readings, best of 100); per schedule (CPU ns
- * per timer, one producer, median of 7 interleaved runs, loaded) 99 ns
- * with clock_gettime(), 81 with the lfence, 71 with a bare rdtsc, 103
- * with rdtscp. The bare rdtsc is not used: see out-of-order execution.
+ * Measured (docs/service.md has the figures): a reading from a base costs
+ * 10 ns with a bare rdtsc, 19 ns with the lfence, against 22 ns for
+ * clock_gettime() (a loop of readings, best of 100), and a new base about
+ * 70; per schedule (CPU ns per timer, one producer, median of 7
+ * interleaved runs, loaded) 99 ns with clock_gettime(), 81 with the
+ * lfence, 71 with a bare rdtsc, 103 with rdtscp. The bare rdtsc is not
+ * used: see out-of-order execution.
  *
  * tw_service_now() and the worker keep reading CLOCK_MONOTONIC itself: a
  * caller comparing tw_service_now() with its own readings expects it
@@ -110,9 +118,13 @@
 
 /* The span a base is extrapolated is what keeps a reading within
  * TW_SERVICE_CLOCK_AHEAD_NS (5 us) of the clock: span * mult < 5 us, about
- * 4 us of real time. Shorter: more real readings (one per span while a
- * thread keeps scheduling, ~60 ns each with the fences); longer: readings
- * further ahead. */
+ * 4 us of real time. */
+/* A new base costs a real reading and two fenced TSC reads (about 60 ns
+ * against 23 for a plain reading): a thread keeps taking bases only while
+ * each serves at least BURST_CALLS readings, and goes back to them once
+ * two plain readings come less than BURST_GAP_NS apart. */
+#define BURST_CALLS 4u
+#define BURST_GAP_NS 1000u
 /* The slope margin: mult = 1.25 * the calibrated rate (see above). */
 #define MARGIN_NUM 5
 #define MARGIN_DEN 4
@@ -128,8 +140,10 @@
 
 _Thread_local struct tw__clock_base tw__clock_mine TW__TLS_IE;
 
+#define UNDECIDED (-1) /* the mode before the first reading */
+
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static atomic_int mode; /* TW__CLOCK_REAL until decided */
+static atomic_int mode = UNDECIDED;
 static atomic_uint_fast64_t cal_mult, cal_span; /* span before mult */
 /* The first calibration reading (taken under cal_lock). */
 static pthread_mutex_t cal_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -137,7 +151,9 @@ static bool have_first;
 static uint64_t first_ns, first_tsc_after;
 
 #if TW__CLOCK_TSC
-static uint64_t tsc_fenced(void)
+/* The TSC before a clock reading: after what came before, and before
+ * what comes after. */
+static uint64_t tsc_before(void)
 {
     uint64_t t;
 
@@ -145,6 +161,14 @@ static uint64_t tsc_fenced(void)
     t = __rdtsc();
     _mm_lfence();
     return t;
+}
+
+/* The TSC after a clock reading. Not fenced after: an interrupt or a
+ * migration before it is serialising anyway. */
+static uint64_t tsc_after(void)
+{
+    _mm_lfence();
+    return __rdtsc();
 }
 
 /* The TSC runs at a constant rate in every state (invariant TSC). */
@@ -243,6 +267,17 @@ static uint64_t rate_known(uint64_t tsc_before, uint64_t ns, uint64_t tsc_after)
 }
 #endif
 
+static int current_mode(void)
+{
+    int m = atomic_load_explicit(&mode, memory_order_acquire);
+
+    if (m == UNDECIDED) {
+        pthread_once(&once, decide);
+        m = atomic_load_explicit(&mode, memory_order_acquire);
+    }
+    return m;
+}
+
 /* Never below what this thread was given last. */
 static uint64_t give(struct tw__clock_base *b, uint64_t t)
 {
@@ -252,49 +287,74 @@ static uint64_t give(struct tw__clock_base *b, uint64_t t)
     return t;
 }
 
+/* A real reading, which becomes b's base if its TSC reads were not
+ * disturbed and the rate is known (or now calibrated with it). */
+static uint64_t new_base(struct tw__clock_base *b)
+{
+#if TW__CLOCK_TSC
+    uint64_t before = tsc_before(), ns = tw__svc_clock(), after = tsc_after();
+    uint64_t mult;
+
+    b->ns = ns;
+    b->span = 0;
+    b->calls = 0;
+    if (after - before <= PAIR_MAX_CYCLES &&
+        (mult = rate_known(before, ns, after)) != 0) {
+        b->tsc = before;
+        b->mult = mult;
+        b->span = atomic_load_explicit(&cal_span, memory_order_relaxed);
+    }
+    return ns;
+#else
+    return b->ns = tw__svc_clock();
+#endif
+}
+
+/* A real reading, remembered to time the next one. */
+static uint64_t plain(struct tw__clock_base *b)
+{
+    b->span = 0;
+    return b->ns = tw__svc_clock();
+}
+
+/*
+ * The base ran out, or the thread has none. A thread that was served
+ * BURST_CALLS readings by its last base takes another; one that was not,
+ * reads the plain clock, and takes a base again once two of its plain
+ * readings come less than BURST_GAP_NS apart. While the rate is being
+ * calibrated every reading takes a base (and helps calibrate).
+ */
 uint64_t tw__clock_refresh(void)
 {
     struct tw__clock_base *b = &tw__clock_mine;
-    uint64_t ns;
+    int m = current_mode();
+    uint64_t prev = b->ns, ns;
 
-    pthread_once(&once, decide);
-    b->span = 0;
-    if (atomic_load_explicit(&mode, memory_order_acquire) == TW__CLOCK_REAL)
+    if (m == TW__CLOCK_REAL) {
+        b->span = 0;
         return give(b, tw__svc_clock());
-#if TW__CLOCK_TSC
-    {
-        uint64_t before = tsc_fenced(), after, mult;
-
-        ns = tw__svc_clock();
-        after = tsc_fenced();
-        if (after - before <= PAIR_MAX_CYCLES &&
-            (mult = rate_known(before, ns, after)) != 0 &&
-            atomic_load_explicit(&mode, memory_order_relaxed) == TW__CLOCK_ON) {
-            b->tsc = before;
-            b->ns = ns;
-            b->mult = mult;
-            b->span = atomic_load_explicit(&cal_span, memory_order_relaxed);
-        }
     }
-#else
-    ns = tw__svc_clock();
-#endif
-    return give(b, ns);
+    if (m == TW__CLOCK_CALIBRATING)
+        return give(b, new_base(b));
+    if (b->span)
+        return give(b, b->calls >= BURST_CALLS ? new_base(b) : plain(b));
+    ns = plain(b);
+    return give(b, ns - prev < BURST_GAP_NS ? new_base(b) : ns);
 }
 
 int tw__clock_mode(void)
 {
-    pthread_once(&once, decide);
-    return atomic_load_explicit(&mode, memory_order_acquire);
+    return current_mode();
 }
 
 uint64_t tw__clock_max_ahead(void)
 {
-    uint64_t mult = atomic_load_explicit(&cal_mult, memory_order_acquire);
-    uint64_t span = atomic_load_explicit(&cal_span, memory_order_relaxed);
+    uint64_t mult, span;
 
-    if (tw__clock_mode() != TW__CLOCK_ON)
+    if (current_mode() != TW__CLOCK_ON)
         return 0;
+    mult = atomic_load_explicit(&cal_mult, memory_order_acquire);
+    span = atomic_load_explicit(&cal_span, memory_order_relaxed);
     return (span * mult >> 32) + 1;
 }
 

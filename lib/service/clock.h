@@ -21,11 +21,12 @@
 
 /* A thread's base: one real reading and the TSC just before it. */
 struct tw__clock_base {
-    uint64_t tsc;  /* the TSC, read (ordered) just before `ns` */
-    uint64_t ns;   /* CLOCK_MONOTONIC */
-    uint64_t span; /* TSC cycles the base may be extrapolated; 0: read */
-    uint64_t mult; /* ns per cycle << 32, rounded up, with the margin */
-    uint64_t last; /* the last reading this thread was given */
+    uint64_t tsc;   /* the TSC, read (ordered) just before `ns` */
+    uint64_t ns;    /* CLOCK_MONOTONIC then (or the last plain reading) */
+    uint64_t span;  /* TSC cycles the base may be extrapolated; 0: read */
+    uint64_t mult;  /* ns per cycle << 32, rounded up, with the margin */
+    uint64_t last;  /* the last reading this thread was given */
+    uint32_t calls; /* readings the base has served */
 };
 
 extern _Thread_local struct tw__clock_base tw__clock_mine TW__TLS_IE;
@@ -73,6 +74,7 @@ static inline uint64_t tw__svc_clock_upper(void)
             if (t < b->last)
                 t = b->last;
             b->last = t;
+            b->calls++;
             return t;
         }
     }

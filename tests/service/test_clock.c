@@ -179,6 +179,27 @@ Test(service_clock, never_below_a_reading_another_thread_published)
                  atomic_load(&r.below));
 }
 
+/* A thread that reads rarely gets plain readings (no base: the TSC would
+ * not pay for one), one that reads often gets them from a base. */
+Test(service_clock, rare_readers_read_the_plain_clock)
+{
+    struct tw__clock_base *b = &tw__clock_mine;
+
+    calibrated();
+    if (tw__clock_mode() != TW__CLOCK_ON)
+        return;
+    for (int i = 0; i < 100; i++) {
+        uint64_t before = now_ns(), r = tw__svc_clock_upper();
+
+        cr_assert_geq(r, before);
+        sleep_ns(MS / 10);
+    }
+    cr_assert_eq(b->span, 0, "a base kept for readings 100 us apart");
+    for (int i = 0; i < 1000000 && !b->span; i++)
+        (void)tw__svc_clock_upper();
+    cr_assert_neq(b->span, 0, "no base in 10^6 readings in a row");
+}
+
 Test(service_clock, disabled_it_is_the_plain_clock)
 {
     calibrated();
