@@ -11,9 +11,10 @@
  * How. Each thread keeps a base: a real CLOCK_MONOTONIC reading `ns` and
  * the TSC `tsc` read just before it. A reading is
  *
- *     ns + ceil((TSC now - tsc) * mult),   mult >= 1.25 * the kernel's rate
+ *     ns + ceil((TSC now - tsc) * mult) + TW__CLOCK_EARLY_NS,
+ *                                         mult >= 1.25 * the kernel's rate
  *
- * while TSC now - tsc < span (about 4 us), and otherwise a real reading,
+ * while TSC now - tsc < span (about 3 us), and otherwise a real reading,
  * which becomes the new base: when the base is older than span, when the
  * TSC is behind the base (another CPU's, after suspend), when the thread
  * has none yet. `mult` (ns per cycle, 32 fraction bits) is calibrated once
@@ -27,7 +28,7 @@
  * thread whose base served fewer than BURST_CALLS readings reads the plain
  * clock, and takes a base again once two of its readings come closer than
  * BURST_GAP_NS. A thread that schedules now and then costs what it did
- * with clock_gettime() alone; one in a burst pays a base every 4 us.
+ * with clock_gettime() alone; one in a burst pays a base every 3 us.
  *
  * Where. Only on x86-64 Linux with an invariant TSC (CPUID
  * 0x80000007:EDX[8]: constant rate, counting in every C-state) and with
@@ -64,23 +65,32 @@
  *  - Suspend: CLOCK_MONOTONIC stops while the TSC restarts from 0 (behind
  *    the base: real reading) or runs on (far ahead: real reading). A
  *    paused VM's TSC and CLOCK_MONOTONIC move on together.
- *  - Out-of-order execution: the TSC is read after an lfence, so after
- *    every earlier instruction has completed: after any clock reading the
- *    caller made before the call, and after the load by which it saw
- *    another thread's reading. A bare rdtsc can execute before those (by
- *    as much as a cache miss), and then read a value below theirs.
+ *  - Out-of-order execution: a reading's TSC is read with a bare rdtsc,
+ *    which does not wait for older instructions to complete: it may read
+ *    the counter while a load before the call (or before a clock reading
+ *    the caller made just before it, or the load by which it saw another
+ *    thread's reading) still waits on memory, so at a value up to that
+ *    wait below theirs: 100-300 ns for a miss to memory or another core.
+ *    Every reading adds TW__CLOCK_EARLY_NS (1 us) for that: a reading can
+ *    be below CLOCK_MONOTONIC at the call only if an instruction before
+ *    the call waited more than 1 us after the TSC was read, which no
+ *    ordinary load does (a page walk through a guest's nested page tables
+ *    missing every cache comes closest). The same microsecond covers a
+ *    TSC skew of up to 1 us between CPUs. Ordering the read (lfence;
+ *    rdtsc, as the base does) would remove the case but costs what the
+ *    TSC saves (measured below). The base's reads are fenced.
  * Not covered: a clocksource changed at run time (the kernel's watchdog
  * finding the TSC unstable) is not noticed; the invariant TSC and the
  * kernel's own choice of tsc at the first call are the guards.
  *
  * Never far above. CLOCK_MONOTONIC at the call is at least the base's ns
- * (read earlier), and a reading is at most ns + span * mult + 1, which
- * span is chosen to keep within TW_SERVICE_CLOCK_AHEAD_NS (5 us),
- * whatever the TSC and the load do. Typically it is much less: a quarter
- * of the base's age (the margin) plus the length of the base's
- * clock_gettime(), so at most about 1 us. A timer fires at the first tick
- * boundary at or after its deadline, so its extra lateness is that
- * amount, not a tick.
+ * (read earlier), and a reading is at most ns + span * mult + 1 +
+ * TW__CLOCK_EARLY_NS, which span is chosen to keep within
+ * TW_SERVICE_CLOCK_AHEAD_NS (5 us), whatever the TSC and the load do.
+ * Typically it is less: 1 us, plus a quarter of the base's age (the
+ * margin), plus the length of the base's clock_gettime(), so 1 to 2 us.
+ * A timer fires at the first tick boundary at or after its deadline, so
+ * its extra lateness is that amount on average, not a tick.
  *
  * Why one base per thread, not one shared or published by the worker. The
  * worker sleeps for milliseconds, so its reading is stale; a process-wide
@@ -91,10 +101,11 @@
  * Measured (docs/service.md has the figures): a reading from a base costs
  * 10 ns with a bare rdtsc, 19 ns with the lfence, against 22 ns for
  * clock_gettime() (a loop of readings, best of 100), and a new base about
- * 70; per schedule (CPU ns per timer, one producer, median of 7
- * interleaved runs, loaded) 99 ns with clock_gettime(), 81 with the
- * lfence, 71 with a bare rdtsc, 103 with rdtscp. The bare rdtsc is not
- * used: see out-of-order execution.
+ * 70. CPU ns per schedule (one producer, svcbench hier, medians of 9
+ * interleaved runs, loaded): 52 with clock_gettime(), 50 with lfence;
+ * rdtsc, 48 with rdtscp, 36 with the bare rdtsc. With lock-free rings
+ * the schedule keeps many loads and stores in flight, and a fence waits
+ * for all of them.
  *
  * tw_service_now() and the worker keep reading CLOCK_MONOTONIC itself: a
  * caller comparing tw_service_now() with its own readings expects it
@@ -116,9 +127,10 @@
 #include <cpuid.h>
 #endif
 
-/* The span a base is extrapolated is what keeps a reading within
- * TW_SERVICE_CLOCK_AHEAD_NS (5 us) of the clock: span * mult < 5 us, about
- * 4 us of real time. */
+/* The span a base is extrapolated keeps a reading within
+ * TW_SERVICE_CLOCK_AHEAD_NS (5 us) of the clock: span * mult is at most
+ * EXTRAPOLATE_NS (about 3.2 us of real time at the margin's slope). */
+#define EXTRAPOLATE_NS (TW_SERVICE_CLOCK_AHEAD_NS - TW__CLOCK_EARLY_NS - 1)
 /* A new base costs a real reading and two fenced TSC reads (about 60 ns
  * against 23 for a plain reading): a thread keeps taking bases only while
  * each serves at least BURST_CALLS readings, and goes back to them once
@@ -241,11 +253,10 @@ static void calibrate_locked(uint64_t tsc_before, uint64_t ns,
     }
     /* Truncated, + 1: rounded up. */
     mult = (uint64_t)(rate * MARGIN_NUM / MARGIN_DEN * 4294967296.0) + 1;
-    /* span * mult <= (TW_SERVICE_CLOCK_AHEAD_NS - 1) << 32 < 2^64: the
-     * product in tw__svc_clock_upper() cannot overflow, and a reading is at
-     * most TW_SERVICE_CLOCK_AHEAD_NS - 1 + 1 above its base. */
-    atomic_store_explicit(&cal_span,
-                          ((TW_SERVICE_CLOCK_AHEAD_NS - 1) << 32) / mult,
+    /* span * mult <= EXTRAPOLATE_NS << 32 < 2^64: the product in
+     * tw__svc_clock_upper() cannot overflow, and a reading is at most
+     * EXTRAPOLATE_NS + 1 + TW__CLOCK_EARLY_NS above its base. */
+    atomic_store_explicit(&cal_span, (EXTRAPOLATE_NS << 32) / mult,
                           memory_order_relaxed);
     atomic_store_explicit(&cal_mult, mult, memory_order_release);
     atomic_store_explicit(&mode, TW__CLOCK_ON, memory_order_release);
@@ -355,7 +366,7 @@ uint64_t tw__clock_max_ahead(void)
         return 0;
     mult = atomic_load_explicit(&cal_mult, memory_order_acquire);
     span = atomic_load_explicit(&cal_span, memory_order_relaxed);
-    return (span * mult >> 32) + 1;
+    return (span * mult >> 32) + 1 + TW__CLOCK_EARLY_NS;
 }
 
 void tw__clock_disable(void)
