@@ -1,9 +1,11 @@
 /*
  * The producers' clock (clock.c): the reading that tw_service_schedule(),
  * tw_service_schedule_periodic() and tw_handle_rearm() add a delay to.
- * Never below CLOCK_MONOTONIC as read on the calling thread at the call,
- * and never more than tw__clock_max_ahead() above it. The design, and why
- * each of those holds, is at the top of clock.c. Never installed.
+ * Never below CLOCK_MONOTONIC as read on the calling thread at the call
+ * (unless an instruction before it still waited on memory more than
+ * TW__CLOCK_EARLY_NS after the TSC was read), and never more than
+ * tw__clock_max_ahead() above it. The design, and why each of those
+ * holds, is at the top of clock.c. Never installed.
  */
 #ifndef TW_SERVICE_CLOCK_H
 #define TW_SERVICE_CLOCK_H
@@ -56,8 +58,8 @@ void tw__clock_disable(void);
 
 /*
  * CLOCK_MONOTONIC in ns, or an estimate of it at most tw__clock_max_ahead()
- * above and never below. Per thread, readings never go backwards. Any
- * thread; no failure.
+ * above and not below (as the top of this file says). Per thread,
+ * readings never go backwards. Any thread; no failure.
  */
 static inline uint64_t tw__svc_clock_upper(void)
 {
