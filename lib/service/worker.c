@@ -30,10 +30,12 @@
  * the worker pays for the producers' barrier instead, with
  * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) after publishing its sleep
  * (gate.c), which runs a full barrier on every running thread of the
- * process, so a producer's push is either seen by the worker's look that
- * follows or ordered before its own load of the new sleep_until. Rings
- * exist only where that membarrier does (ring.c), so correctness never
- * depends on it. The worker skips it when the sleep ends by the next tick
+ * process, so either the worker's look that follows sees a producer's
+ * push, or the producer's load after that push sees the new sleep_until.
+ * A ring made after the worker found `ringed` empty (and so skipped the
+ * membarrier) was made with a locked fetch_or, a full barrier before every
+ * push into it. Rings exist only where that membarrier does (ring.c), so
+ * correctness never depends on it. The worker skips it when the sleep ends by the next tick
  * boundary and within TW__REAP_NS: a push it missed then waits at most
  * that, as one that raced the look (below) does. Cancel messages pair
  * with reap_wake the same way. Hashed mode wakes at every tick boundary, as
