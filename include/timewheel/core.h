@@ -200,7 +200,8 @@ TW_PUBLIC const char *tw_strerror(int err);
 
 /*
  * Route every allocation of every layer through a (copied); NULL restores
- * the built-in default (jemalloc, or malloc with ALLOC=libc). Only before
+ * the built-in default (jemalloc, with an arena of the library's own made at
+ * the first allocation; malloc with ALLOC=libc). Only before
  * the library's first allocation, as with libuv's uv_replace_allocator():
  * afterwards -EBUSY, changing nothing. -EINVAL when a lacks alloc or free.
  * Not thread-safe: call it at start-up.

@@ -1,5 +1,6 @@
 /*
- * Zeroed blocks from the allocator seam (alloc.c), for the core's files.
+ * Zeroed blocks from the allocator seam (alloc.c), for the core's files,
+ * and the seam's default, jemalloc (jemalloc.c).
  */
 #ifndef TW_ALLOC_H
 #define TW_ALLOC_H
@@ -17,5 +18,12 @@ static inline void *tw__zalloc(size_t size)
 }
 
 #define tw__free tw_free
+
+#ifndef TW_ALLOC_LIBC
+/* The default allocator: jemalloc, with an arena of the library's own for
+ * the size classes that need it (jemalloc.c). */
+void *tw__je_alloc(size_t size);
+void tw__je_free(void *p, size_t size);
+#endif
 
 #endif /* TW_ALLOC_H */

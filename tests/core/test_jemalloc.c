@@ -1,0 +1,321 @@
+/*
+ * The allocator seam's jemalloc default (lib/core/jemalloc.c), read through
+ * jemalloc's own mallctl(): which arena each size class comes from, that
+ * blocks go back to it from any thread, that a thread that only frees has
+ * a thread cache, and that a freed burst is taken again page for page.
+ *
+ * Each test empties this thread's jemalloc cache first: it holds blocks of
+ * every arena by size class (Criterion's own, too), and hands them out
+ * before any arena is asked. Criterion runs every test in a process of its
+ * own, so each meets the library before its first allocation.
+ */
+#include <criterion/criterion.h>
+
+#include "util.h"
+
+#ifndef TW_ALLOC_LIBC
+#include <jemalloc/jemalloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define LONG_HANDLE 80 /* a handle with a tail: 20 KiB slabs, our arena */
+#define HANDLE 64      /* a one-shot handle: 4 KiB slabs, the fast path */
+#define BURST 100000   /* of 80 bytes, 8 MB: far more than 64 slabs */
+#define ROUTED_MAX 4096
+
+static void flush_cache(void)
+{
+    cr_assert_eq(mallctl("thread.tcache.flush", NULL, NULL, NULL, 0), 0);
+}
+
+static unsigned arena_of(const void *p)
+{
+    unsigned a;
+    size_t len = sizeof(a);
+
+    cr_assert_eq(mallctl("arenas.lookup", &a, &len, &p, sizeof(p)), 0);
+    return a;
+}
+
+static unsigned read_unsigned(const char *name)
+{
+    unsigned v;
+    size_t len = sizeof(v);
+
+    cr_assert_eq(mallctl(name, &v, &len, NULL, 0), 0, "%s", name);
+    return v;
+}
+
+static size_t read_size(const char *fmt, unsigned i)
+{
+    char name[64];
+    size_t v, len = sizeof(v);
+
+    snprintf(name, sizeof(name), fmt, i);
+    cr_assert_eq(mallctl(name, &v, &len, NULL, 0), 0, "%s", name);
+    return v;
+}
+
+/* Whether jemalloc's slab for blocks of `size` is at least its smallest
+ * large extent: the classes the library sends to its own arena. */
+static bool large_slab(size_t size)
+{
+    size_t cls = nallocx(size, 0);
+    unsigned nbins = read_unsigned("arenas.nbins");
+
+    for (unsigned i = 0; i < nbins; i++)
+        if (read_size("arenas.bin.%u.size", i) == cls)
+            return read_size("arenas.bin.%u.slab_size", i) >=
+                   read_size("arenas.lextent.%u.size", 0);
+    cr_assert_fail("no bin of %zu bytes", cls);
+    return false;
+}
+
+/* jemalloc's count of small bytes allocated in arena a, fresh. */
+static size_t arena_small_bytes(unsigned a)
+{
+    uint64_t epoch = 1;
+    size_t len = sizeof(epoch), bytes = 0;
+    char name[64];
+
+    cr_assert_eq(mallctl("epoch", &epoch, &len, &epoch, len), 0);
+    snprintf(name, sizeof(name), "stats.arenas.%u.small.allocated", a);
+    len = sizeof(bytes);
+    cr_assert_eq(mallctl(name, &bytes, &len, NULL, 0), 0);
+    return bytes;
+}
+
+/* The library's arena: where a handle with a tail comes from. */
+static unsigned library_arena(void)
+{
+    void *p;
+    unsigned a;
+
+    flush_cache();
+    p = tw_alloc(LONG_HANDLE);
+    cr_assert_not_null(p);
+    a = arena_of(p);
+    tw_free(p, LONG_HANDLE);
+    flush_cache();
+    return a;
+}
+
+/* The first block makes one arena, none of jemalloc's automatic ones; no
+ * second arena however many blocks follow. */
+Test(alloc_jemalloc, the_first_block_makes_one_arena_of_the_librarys_own)
+{
+    unsigned before = read_unsigned("arenas.narenas"), a;
+
+    a = library_arena();
+    cr_assert_geq(a, read_unsigned("opt.narenas"), "an automatic arena: %u", a);
+    cr_assert_eq(read_unsigned("arenas.narenas"), before + 1);
+    for (int i = 0; i < 1000; i++)
+        tw_free(tw_alloc(LONG_HANDLE), LONG_HANDLE);
+    cr_assert_eq(read_unsigned("arenas.narenas"), before + 1);
+}
+
+/* Every size up to ROUTED_MAX whose class has a large slab comes from the
+ * library's arena, every other from the thread's automatic arena (the fast
+ * path); a handle with a tail takes the first way, a one-shot handle the
+ * second. */
+Test(alloc_jemalloc, each_size_class_takes_its_arena)
+{
+    unsigned ours = library_arena(), auto_max = read_unsigned("opt.narenas");
+    int routed = 0;
+
+    cr_assert_geq(ours, auto_max, "an automatic arena: %u", ours);
+    for (size_t size = 1; size <= ROUTED_MAX + 64; size += 7) {
+        bool to_ours = size <= ROUTED_MAX && large_slab(size);
+        void *p;
+        unsigned a;
+
+        flush_cache();
+        p = tw_alloc(size);
+        cr_assert_not_null(p);
+        a = arena_of(p);
+        if (to_ours)
+            cr_assert_eq(a, ours, "%zu bytes from arena %u", size, a);
+        else
+            cr_assert_lt(a, auto_max, "%zu bytes from arena %u", size, a);
+        routed += to_ours;
+        tw_free(p, size);
+    }
+    cr_assert_gt(routed, 0);
+    cr_assert(large_slab(LONG_HANDLE) && !large_slab(HANDLE),
+              "this jemalloc's slabs differ: update the docs' figures");
+}
+
+/* An embedder's allocator replaces the default before the first block:
+ * the library then makes no arena at all. */
+Test(alloc_jemalloc, a_replaced_allocator_makes_no_arena)
+{
+    unsigned before = read_unsigned("arenas.narenas");
+    void *p;
+
+    alloc_install(false);
+    p = tw_alloc(LONG_HANDLE);
+    cr_assert_not_null(p);
+    cr_assert_eq(atomic_load(&alloc_log.allocs), 1, "the embedder's gave it");
+    tw_free(p, LONG_HANDLE);
+    cr_assert_eq(atomic_load(&alloc_log.frees), 1);
+    cr_assert_eq(read_unsigned("arenas.narenas"), before);
+}
+
+struct burst {
+    void **p;
+    size_t n;
+};
+
+static void *alloc_burst(void *arg)
+{
+    struct burst *b = arg;
+
+    for (size_t i = 0; i < b->n; i++) {
+        b->p[i] = tw_alloc(LONG_HANDLE);
+        cr_assert_not_null(b->p[i]);
+    }
+    return NULL;
+}
+
+/* Blocks allocated on one thread and freed on another (as the service's
+ * worker frees the producers' handles) go back to the library's arena:
+ * its small bytes return to what they were once both caches are flushed
+ * (the allocating thread's at its exit). */
+Test(alloc_jemalloc, blocks_freed_on_another_thread_go_back_to_the_arena)
+{
+    struct burst b = {calloc(BURST, sizeof(void *)), BURST};
+    unsigned a = library_arena();
+    size_t base = arena_small_bytes(a);
+    pthread_t t;
+
+    cr_assert_not_null(b.p);
+    cr_assert_eq(pthread_create(&t, NULL, alloc_burst, &b), 0);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_geq(arena_small_bytes(a), base + BURST * LONG_HANDLE);
+    for (size_t i = 0; i < BURST; i++) {
+        cr_assert_eq(arena_of(b.p[i]), a);
+        tw_free(b.p[i], LONG_HANDLE);
+    }
+    flush_cache();
+    cr_assert_eq(arena_small_bytes(a), base);
+    free(b.p);
+}
+
+struct free_only {
+    void **p;
+    size_t n;
+    pthread_barrier_t *held; /* the frees are done; main reads the stats */
+};
+
+static void *free_then_wait(void *arg)
+{
+    struct free_only *f = arg;
+
+    for (size_t i = 0; i < f->n; i++)
+        tw_free(f->p[i], LONG_HANDLE);
+    pthread_barrier_wait(f->held);
+    pthread_barrier_wait(f->held);
+    return NULL;
+}
+
+/* A thread that only frees (the service's worker freeing the producers'
+ * handles) gets a thread cache all the same: its frees stay in its cache
+ * instead of each locking the arena (jemalloc gives a thread whose first
+ * call is a free none), and the cache goes back at the thread's exit. */
+Test(alloc_jemalloc, a_thread_that_only_frees_has_a_cache)
+{
+    pthread_barrier_t held;
+    void *p[10];
+    struct free_only f = {p, 10, &held};
+    unsigned a = library_arena();
+    size_t before;
+    pthread_t t;
+
+    for (int i = 0; i < 10; i++) {
+        p[i] = tw_alloc(LONG_HANDLE);
+        cr_assert_not_null(p[i]);
+    }
+    flush_cache();
+    before = arena_small_bytes(a);
+    cr_assert_eq(pthread_barrier_init(&held, NULL, 2), 0);
+    cr_assert_eq(pthread_create(&t, NULL, free_then_wait, &f), 0);
+    pthread_barrier_wait(&held);
+    cr_assert_eq(arena_small_bytes(a), before,
+                 "the frees went to the arena: %zu bytes, %zu before",
+                 arena_small_bytes(a), before);
+    pthread_barrier_wait(&held);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(arena_small_bytes(a), before - 10 * LONG_HANDLE,
+                 "the cache came back at exit");
+    pthread_barrier_destroy(&held);
+}
+
+static int cmp_addr(const void *x, const void *y)
+{
+    uintptr_t a = *(const uintptr_t *)x, b = *(const uintptr_t *)y;
+
+    return (a > b) - (a < b);
+}
+
+/* After a burst of `size` is freed, the next burst takes the same pages
+ * again (at least 99% of its blocks) instead of mapping fresh ones. */
+static void burst_reused(size_t size)
+{
+    uintptr_t *pages = calloc(BURST, sizeof(*pages));
+    void **p = calloc(BURST, sizeof(*p));
+    size_t reused = 0;
+
+    cr_assert(pages && p);
+    flush_cache();
+    for (size_t i = 0; i < BURST; i++) {
+        p[i] = tw_alloc(size);
+        cr_assert_not_null(p[i]);
+        pages[i] = (uintptr_t)p[i] / 4096;
+    }
+    qsort(pages, BURST, sizeof(*pages), cmp_addr);
+    for (size_t i = 0; i < BURST; i++)
+        tw_free(p[i], size);
+    flush_cache();
+    for (size_t i = 0; i < BURST; i++) {
+        uintptr_t page;
+
+        p[i] = tw_alloc(size);
+        cr_assert_not_null(p[i]);
+        page = (uintptr_t)p[i] / 4096;
+        reused +=
+            bsearch(&page, pages, BURST, sizeof(*pages), cmp_addr) != NULL;
+    }
+    cr_assert_geq(reused, BURST * 99 / 100,
+                  "%zu bytes: %zu of %d blocks on old pages", size, reused,
+                  BURST);
+    for (size_t i = 0; i < BURST; i++)
+        tw_free(p[i], size);
+    free(p);
+    free(pages);
+}
+
+/* The reason for the arena: in an automatic arena the freed 20 KiB slabs of
+ * 80-byte blocks join into one dirty extent that jemalloc will not split
+ * for a slab, and the next burst faults on new pages. */
+Test(alloc_jemalloc, a_freed_burst_of_a_large_slab_class_is_reused)
+{
+    burst_reused(LONG_HANDLE);
+}
+
+/* And why the other classes can stay on the fast path: jemalloc takes their
+ * freed slabs back as they are. */
+Test(alloc_jemalloc, a_freed_burst_of_a_small_slab_class_is_reused)
+{
+    burst_reused(HANDLE);
+}
+#else
+/* ALLOC=libc: no jemalloc, nothing to test here. */
+Test(alloc_jemalloc, libc_build_takes_blocks_from_malloc)
+{
+    void *p = tw_alloc(80);
+
+    cr_assert_not_null(p);
+    tw_free(p, 80);
+}
+#endif
