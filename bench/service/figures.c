@@ -13,7 +13,10 @@
  *                (getrusage) and the producers plus the worker (their own
  *                clocks), which leaves out a JVM's collector and compiler.
  *   cancel-Pp    the same N timers with handles, all taken in; then the P
- *                threads cancel (and release) their own. cancels/s over the
+ *                threads cancel their own and let go of them, with
+ *                tw_handle_cancel_release() (Netty's cancel() also means
+ *                "cancel and forget": its collector frees the timeout
+ *                later). cancels/s over the
  *                cancelling window; CPU ns per cancel up to a sentinel
  *                scheduled after the last cancel.
  *   rearm-1p     the same with one thread, which re-arms each handle to a
@@ -269,10 +272,8 @@ static void *cancel_thread(void *arg)
         for (uint64_t i = 0; i < p->count; i++)
             tw_handle_rearm(p->h[i], delay_1ms_1h(&p->seed));
     } else {
-        for (uint64_t i = 0; i < p->count; i++) {
-            tw_handle_cancel(p->h[i]);
-            tw_handle_release(p->h[i]);
-        }
+        for (uint64_t i = 0; i < p->count; i++)
+            tw_handle_cancel_release(p->h[i]);
     }
     p->cpu = thread_cpu_ns() - c0;
     return NULL;

@@ -323,7 +323,8 @@ static void srec_back(const struct tw_handback *t, void *ctx)
 }
 
 /* Schedule until stop refuses; cancel every other timer, half of them
- * eight schedules later so that the cancel races the firing. */
+ * eight schedules later so that the cancel races the firing (those with
+ * tw_handle_cancel_release(), the others with cancel then release). */
 static void *stress_produce(void *arg)
 {
     struct sprod *p = arg;
@@ -338,9 +339,8 @@ static void *stress_produce(void *arg)
         if (tw_service_schedule(p->s, x % (2 * MS), srec_ran, &p->recs[p->n],
                                 &h))
             break;
-        if (lag[k]) {
-            p->recs[lag_id[k]].cancelled = tw_handle_cancel(lag[k]);
-            tw_handle_release(lag[k]);
+        if (lag[k]) { /* the one-call form, racing the firing */
+            p->recs[lag_id[k]].cancelled = tw_handle_cancel_release(lag[k]);
             lag[k] = NULL;
         }
         if (x >> 62 == 0) {

@@ -231,6 +231,15 @@ TW_PUBLIC uint64_t tw_service_now(const struct tw_service *s);
 TW_PUBLIC int tw_handle_cancel(struct tw_handle *h);
 
 /*
+ * tw_handle_cancel(h) then tw_handle_release(h), as one call and cheaper:
+ * the cancel's own compare-and-swap is the only locked instruction when it
+ * wins (the pair takes two). The same answers; h must not be used
+ * afterwards, whatever the answer. NULL: -EINVAL (nothing released).
+ * Netty's Timeout.cancel() is this call: cancel, and forget the handle.
+ */
+TW_PUBLIC int tw_handle_cancel_release(struct tw_handle *h);
+
+/*
  * Cancel h and wait until its callback is not running: once this returns,
  * the callback is not running and will never start again (even if it
  * re-armed itself meanwhile). Returns 1 if a run was prevented by this call,

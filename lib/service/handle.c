@@ -264,16 +264,33 @@ static bool cancel_cas(struct tw_handle *h, uint32_t *w)
     return won;
 }
 
-TW_PUBLIC int tw_handle_cancel(struct tw_handle *h)
+/*
+ * The caller's reference, dropped while this thread holds h's word in
+ * CANCELLING: no one else changes the count meanwhile (the service lets go
+ * of h only from a settled word, and a message holds no reference), and it
+ * is two (the caller and the service, which still holds h in every state a
+ * cancel can win from). So a plain store does it, and the release store of
+ * the state that follows publishes it: one locked instruction fewer than
+ * tw_handle_release() after the cancel.
+ */
+static void drop_caller_held(struct tw_handle *h)
 {
-    if (!h)
-        return -EINVAL;
+    tw__hb_release(h);
+    atomic_store_explicit(&h->refs, tw__fixed(h) - 1, memory_order_relaxed);
+}
+
+/* tw_handle_cancel(), and with `release` the caller's reference dropped as
+ * well: inside the winning move, or after a losing one. */
+static int cancel(struct tw_handle *h, bool release)
+{
     for (;;) {
         uint32_t w = tw__handle_settle(h);
 
         switch (tw__st(w)) {
         case TW__PENDING:
             if (cancel_cas(h, &w)) {
+                if (release)
+                    drop_caller_held(h);
                 cancel_pending(h, w);
                 return 1;
             }
@@ -281,6 +298,8 @@ TW_PUBLIC int tw_handle_cancel(struct tw_handle *h)
         case TW__DISPATCHED: /* the executor lets go of it */
             if (tw__handle_cas(h, &w, TW__CANCELLING, false)) {
                 tw__gate_count_cancel(tw__svc(h));
+                if (release)
+                    drop_caller_held(h);
                 tw__handle_put(h, w, TW__CANCELLED, false);
                 return 1;
             }
@@ -288,17 +307,33 @@ TW_PUBLIC int tw_handle_cancel(struct tw_handle *h)
         case TW__RUNNING: /* a periodic timer would run again */
         case TW__RUN_AGAIN:
             if (tw__st(w) == TW__RUNNING && !tw__period(h))
-                return 0;
+                goto lost;
             if (tw__handle_cas(h, &w, TW__CANCELLING, false)) {
                 tw__gate_count_cancel(tw__svc(h)); /* the runner lets go */
+                if (release)
+                    drop_caller_held(h);
                 tw__handle_put(h, w, TW__CANCEL_RUNNING, false);
                 return 1;
             }
             break;
         default:
-            return 0;
+            goto lost;
         }
     }
+lost:
+    if (release)
+        tw__handle_unref(h);
+    return 0;
+}
+
+TW_PUBLIC int tw_handle_cancel(struct tw_handle *h)
+{
+    return h ? cancel(h, false) : -EINVAL;
+}
+
+TW_PUBLIC int tw_handle_cancel_release(struct tw_handle *h)
+{
+    return h ? cancel(h, true) : -EINVAL;
 }
 
 static bool running(uint32_t w)
