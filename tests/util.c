@@ -17,6 +17,32 @@
 
 static int sequence;
 
+atomic_int runs, releases;
+
+void count_run(struct tw_handle *h, void *arg)
+{
+    (void)h;
+    (void)arg;
+    atomic_fetch_add(&runs, 1);
+}
+
+void count_release(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&releases, 1);
+}
+
+void wait_for(atomic_int *n, int want, const char *what)
+{
+    uint64_t give_up = now_ns() + 10 * SEC;
+
+    while (atomic_load(n) < want) {
+        cr_assert_lt(now_ns(), give_up, "%d of %d %s", atomic_load(n), want,
+                     what);
+        sleep_ns(MS);
+    }
+}
+
 struct tw_wheel *wheel_new_at(enum tw_mode mode, uint64_t start)
 {
     struct tw_config cfg;

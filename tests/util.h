@@ -80,6 +80,17 @@ unsigned long alloc_live(void);
  */
 unsigned long alloc_fail_each(int (*attempt)(void *ctx), void *ctx);
 
+/* Counting callbacks for the service's tests: each run of count_run() adds
+ * one to `runs`, each call of count_release() one to `releases` (a test
+ * process runs one test, so the counters start at 0). */
+extern atomic_int runs, releases;
+void count_run(struct tw_handle *h, void *arg);
+void count_release(void *arg);
+/* Wait until *n reaches want, sleeping a millisecond at a time; fail the
+ * test, naming `what`, if it has not after 10 s (far above any scheduling
+ * delay, so that only something that never happens fails). */
+void wait_for(atomic_int *n, int want, const char *what);
+
 /* Cap this process's address space at what it maps now plus room, so that
  * a large allocation (or a thread's stack) fails for real. Criterion runs
  * each test in a process of its own, so the cap ends with the test. Skips

@@ -26,24 +26,10 @@
  * a callback that never runs fails the test. */
 #define PATIENCE (10 * SEC)
 
-static atomic_int runs, releases;
 
 static void counted(void)
 {
     alloc_install(false);
-}
-
-static void count_run(struct tw_handle *h, void *arg)
-{
-    (void)h;
-    (void)arg;
-    atomic_fetch_add(&runs, 1);
-}
-
-static void count_release(void *arg)
-{
-    (void)arg;
-    atomic_fetch_add(&releases, 1);
 }
 
 /* Wait until at least n callbacks ran, or fail after PATIENCE. */

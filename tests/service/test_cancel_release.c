@@ -15,37 +15,12 @@
 #include "timewheel.h"
 #include "util.h"
 
-#define PATIENCE (10 * SEC)
 #define HOUR (3600 * SEC)
 
-static atomic_int runs, releases;
 
 static void guarded(void)
 {
     alloc_install(true);
-}
-
-static void count_run(struct tw_handle *h, void *arg)
-{
-    (void)h;
-    (void)arg;
-    atomic_fetch_add(&runs, 1);
-}
-
-static void count_release(void *arg)
-{
-    (void)arg;
-    atomic_fetch_add(&releases, 1);
-}
-
-static void wait_for(atomic_int *counter, int n)
-{
-    uint64_t give_up = now_ns() + PATIENCE;
-
-    while (atomic_load(counter) < n) {
-        cr_assert_lt(now_ns(), give_up, "%d of %d", atomic_load(counter), n);
-        sleep_ns(MS);
-    }
 }
 
 static struct tw_service *service(enum tw_mode mode, unsigned executors)
@@ -101,7 +76,7 @@ static void pending_one(enum tw_mode mode)
     struct tw_service_stats st;
 
     cr_assert_eq(tw_handle_cancel_release(h), 1);
-    wait_for(&releases, 1); /* the worker lets go of it */
+    wait_for(&releases, 1, "release hooks"); /* the worker lets go of it */
     cr_assert_eq(tw_service_stats(s, &st), 0);
     cr_assert_eq(st.cancelled, 1);
     cr_assert_eq(atomic_load(&runs), 0);
@@ -126,8 +101,8 @@ Test(service_cancel_release, after_it_ran_is_zero_and_releases,
     struct tw_service *s = service(TW_HIER, 0);
     struct tw_handle *h = with_hook(s, 0, 0);
 
-    wait_for(&runs, 1);
-    wait_for(&releases, 1);
+    wait_for(&runs, 1, "runs");
+    wait_for(&releases, 1, "release hooks");
     cr_assert_eq(tw_handle_cancel_release(h), 0);
     finish(s);
 }
@@ -155,13 +130,13 @@ Test(service_cancel_release, periodic_on_executor, .init = guarded)
     struct tw_handle *h = with_hook(s, 0, MS);
     int seen;
 
-    wait_for(&runs, 3);
+    wait_for(&runs, 3, "runs");
     cr_assert_eq(tw_handle_cancel_release(h), 1);
     sleep_ns(20 * MS); /* a run in progress may finish */
     seen = atomic_load(&runs);
     sleep_ns(20 * MS);
     cr_assert_eq(atomic_load(&runs), seen, "it ran after the cancel");
-    wait_for(&releases, 1);
+    wait_for(&releases, 1, "release hooks");
     finish(s);
     cr_assert_eq(atomic_load(&releases), 1);
 }

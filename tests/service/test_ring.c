@@ -29,37 +29,13 @@
  * ring. The tests push across it. */
 #define BLOCK 511
 
-static atomic_int runs, releases, handed;
-
-static void count_run(struct tw_handle *h, void *arg)
-{
-    (void)h;
-    (void)arg;
-    atomic_fetch_add(&runs, 1);
-}
-
-static void count_release(void *arg)
-{
-    (void)arg;
-    atomic_fetch_add(&releases, 1);
-}
+static atomic_int handed;
 
 static void count_handback(const struct tw_handback *t, void *ctx)
 {
     (void)t;
     (void)ctx;
     atomic_fetch_add(&handed, 1);
-}
-
-static void wait_for(atomic_int *n, int want, const char *what)
-{
-    uint64_t give_up = now_ns() + PATIENCE;
-
-    while (atomic_load(n) < want) {
-        cr_assert_lt(now_ns(), give_up, "%d of %d %s", atomic_load(n), want,
-                     what);
-        sleep_ns(MS);
-    }
 }
 
 static struct tw_service_stats stats(struct tw_service *s)
