@@ -283,9 +283,13 @@ static void drop_caller_held(struct tw_handle *h)
  * well: inside the winning move, or after a losing one. */
 static int cancel(struct tw_handle *h, bool release)
 {
-    for (;;) {
-        uint32_t w = tw__handle_settle(h);
+    /* First guess the commonest word, PENDING with no flag and generation
+     * 0 (never re-armed): the swap then asks for the line to write at
+     * once, instead of a load asking to read it and the swap asking again.
+     * A wrong guess costs the failed swap and reads the word. */
+    uint32_t w = TW__PENDING;
 
+    for (;;) {
         switch (tw__st(w)) {
         case TW__PENDING:
             if (cancel_cas(h, &w)) {
@@ -319,6 +323,7 @@ static int cancel(struct tw_handle *h, bool release)
         default:
             goto lost;
         }
+        w = tw__handle_settle(h);
     }
 lost:
     if (release)
