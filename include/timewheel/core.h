@@ -127,8 +127,8 @@ struct tw_link {
  *    deadline, unless the caller wrote over it), and none writes it but
  *    tw_timer_init() (0) and the calls that make the timer pending. So an
  *    embedder may keep 8 bytes of its own there (a queue link) while the
- *    timer is out of every wheel. The link must stay as the library left
- *    it: link.next NULL is what says the timer is not pending.
+ *    timer is out of every wheel. Both links must stay as the library left
+ *    them, NULL: tw_cancel() takes two equal links for "not pending".
  *  - cb and arg, on a wheel with an expiry function (tw_set_expiry()): the
  *    wheel never reads them.
  * It must not be moved or freed while pending. A pending timer belongs to
@@ -136,7 +136,7 @@ struct tw_link {
  * being pending is undefined.
  */
 struct tw_timer {
-    struct tw_link link; /* NULL next: not pending */
+    struct tw_link link; /* both NULL: not pending */
     uint64_t deadline;   /* absolute, ns, as scheduled (saturated); the
                           * wheel derives its level, slot or bucket and
                           * whether it is due from this alone; the
@@ -248,7 +248,8 @@ TW_PUBLIC int tw_set_expiry(struct tw_wheel *w, tw_callback *fn, void *ctx);
 /*
  * Take every pending timer out of w, calling fn(timer, ctx) for each once
  * it is no longer pending (so fn may free it, keep it in a list through
- * link.prev, or schedule it on another wheel), in no particular order. w
+ * its deadline field, the embedder's while the timer is not pending, or
+ * schedule it on another wheel), in no particular order. w
  * stays usable and is empty afterwards. fn must not use w: schedule,
  * re-arm, cancel, advance and drain called from it return -EBUSY, destroy
  * -EDEADLK. Returns the number of timers taken, or -EINVAL for a NULL w or

@@ -25,7 +25,9 @@ extern "C" {
  * counts from the call: the deadline is at least CLOCK_MONOTONIC at the call
  * plus the delay, and at most TW_SERVICE_CLOCK_AHEAD_NS more (where the
  * TSC may be used, the calling thread reads it instead of the system
- * call; docs/service.md, "The producers' clock"). Threading model, handle
+ * call, unfenced, with 1 us added for a read that the processor runs ahead
+ * of older instructions: the lower bound holds unless one of them waited
+ * on memory more than that; docs/service.md, "The producers' clock"). Threading model, handle
  * lifetime and stop semantics: docs/service.md.
  */
 /* The most a relative delay's "now" can be after CLOCK_MONOTONIC at the
@@ -232,8 +234,9 @@ TW_PUBLIC int tw_handle_cancel(struct tw_handle *h);
 
 /*
  * tw_handle_cancel(h) then tw_handle_release(h), as one call and cheaper:
- * the cancel's own compare-and-swap is the only locked instruction when it
- * wins (the pair takes two). The same answers; h must not be used
+ * when it wins, the cancel's own compare-and-swap is its only locked
+ * instruction on a thread with its own stripe and rings, the common case
+ * (the pair takes two). The same answers; h must not be used
  * afterwards, whatever the answer. NULL: -EINVAL (nothing released).
  * Netty's Timeout.cancel() is this call: cancel, and forget the handle.
  */

@@ -6,7 +6,7 @@
  * guest the benchmarks run on (vDSO, clocksource tsc, read with rdtscp):
  * a quarter of a schedule. CLOCK_MONOTONIC_COARSE (5 ns) moves in 4 ms
  * steps and lags by more than that: timers would fire early or ms late.
- * The TSC costs 10 ns to read (rdtsc), 18 ns ordered (lfence; rdtsc).
+ * The TSC costs 10 ns to read (rdtsc), 19 ns ordered (lfence; rdtsc).
  *
  * How. Each thread keeps a base: a real CLOCK_MONOTONIC reading `ns` and
  * the TSC `tsc` read just before it. A reading is
@@ -131,7 +131,7 @@
  * TW_SERVICE_CLOCK_AHEAD_NS (5 us) of the clock: span * mult is at most
  * EXTRAPOLATE_NS (about 3.2 us of real time at the margin's slope). */
 #define EXTRAPOLATE_NS (TW_SERVICE_CLOCK_AHEAD_NS - TW__CLOCK_EARLY_NS - 1)
-/* A new base costs a real reading and two fenced TSC reads (about 60 ns
+/* A new base costs a real reading and two fenced TSC reads (about 70 ns
  * against 23 for a plain reading): a thread keeps taking bases only while
  * each serves at least BURST_CALLS readings, and goes back to them once
  * two plain readings come less than BURST_GAP_NS apart. */

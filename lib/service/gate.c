@@ -37,7 +37,12 @@
  * does). Without it, and on the shared stripe, the producer's store is a
  * locked read-modify-write. The worker uses the same barrier for its sleep
  * hand-shake with the producers' rings (tw__gate_membarrier(), worker.c),
- * and rings are made only where it exists (tw__gate_asym()).
+ * and rings are made only where it exists (tw__gate_asym()). Should the
+ * call fail after the registration succeeded (a seccomp filter installed
+ * since), producers fall back to the locked add from then on, and stop,
+ * which cannot know whether a producer's plain store is still in its
+ * store buffer, waits 10 ms (store buffers drain in nanoseconds) before
+ * it looks: the one case where the gate rests on timing.
  *
  * Back-pressure, two bounds, both answered with -EAGAIN:
  *  - max_pending (default TW_SERVICE_DEFAULT_MAX_PENDING): slots are taken
@@ -171,10 +176,17 @@ bool tw__gate_asym(void)
  * needs the registration, which a child of fork() may not have inherited:
  * then the global one, slower (it waits for a grace period) but registered
  * by no one. Only when tw__gate_asym(). */
-void tw__gate_membarrier(void)
+bool tw__gate_membarrier(void)
 {
-    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
-        syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+        return true;
+    if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0)
+        return true;
+    /* Neither ran (a seccomp filter installed since, a nohz_full kernel
+     * for the global one): from now on producers pay the barrier
+     * themselves (locked adds at the gate, no new rings). */
+    atomic_store_explicit(&asym, false, memory_order_seq_cst);
+    return false;
 }
 
 struct tw__stripe *tw__gate_enter(struct tw_service *s, int *rc)
@@ -209,8 +221,12 @@ void tw__gate_leave(struct tw_service *s, struct tw__stripe *st)
 void tw__gate_close(struct tw_service *s)
 {
     atomic_store_explicit(&s->closed, true, memory_order_seq_cst);
-    if (tw__gate_asym())
-        tw__gate_membarrier();
+    /* Without the barrier a producer's plain "inside" store may still sit
+     * in its store buffer: give every buffer far longer than it takes to
+     * drain (nanoseconds) before looking. Only if membarrier failed after
+     * it had registered. */
+    if (tw__gate_asym() && !tw__gate_membarrier())
+        nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
     for (unsigned i = 0; i <= TW__STRIPES; i++)
         while (atomic_load_explicit(&s->stripes[i].inside,
                                     memory_order_acquire))

@@ -52,8 +52,11 @@ static struct tw__rings *make(struct tw_service *s, unsigned i)
     r->fresh.used = r->fresh.taken = TW__BLOCK_SLOTS; /* no block yet */
     r->msgs.used = r->msgs.taken = TW__BLOCK_SLOTS;
     atomic_store_explicit(&s->rings[i], r, memory_order_release);
+    /* A full barrier before the first push: a worker that read `ringed`
+     * without this bit skipped the membarrier (worker.c). */
     atomic_fetch_or_explicit(&s->ringed, UINT64_C(1) << i,
-                             memory_order_release);
+                             memory_order_seq_cst);
+    cmm_smp_mb();
     return r;
 }
 

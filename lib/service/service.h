@@ -493,7 +493,7 @@ void tw__gate_close(struct tw_service *s);
 void tw__gate_let_go(struct tw_service *s, bool completed);
 void tw__gate_count_cancel(struct tw_service *s);
 bool tw__gate_asym(void);
-void tw__gate_membarrier(void);
+bool tw__gate_membarrier(void);
 
 /* ring.c */
 struct tw__rings *tw__rings_make(struct tw_service *s);

@@ -33,11 +33,15 @@
  * process, so either the worker's look that follows sees a producer's
  * push, or the producer's load after that push sees the new sleep_until.
  * A ring made after the worker found `ringed` empty (and so skipped the
- * membarrier) was made with a locked fetch_or, a full barrier before every
- * push into it. Rings exist only where that membarrier does (ring.c), so
- * correctness never depends on it. The worker skips it when the sleep ends by the next tick
- * boundary and within TW__REAP_NS: a push it missed then waits at most
- * that, as one that raced the look (below) does. Cancel messages pair
+ * membarrier) is published with a sequentially consistent fetch_or and a
+ * full fence after it (ring.c), before the first push into it. Rings are
+ * made only where the membarrier registered (ring.c); should it fail
+ * later, the worker sleeps no further than it does when it skips the
+ * call, producers go back to locked adds at the gate and no new rings are
+ * made (gate.c). The
+ * worker skips the call when the sleep ends by the next tick boundary and
+ * within TW__REAP_NS: a push it missed then waits at most that, as one
+ * that raced the look (below) does. Cancel messages pair
  * with reap_wake the same way. Hashed mode wakes at every tick boundary, as
  * Netty does, and asks never to be woken early: no hand-shake, no
  * membarrier.
@@ -392,18 +396,25 @@ static bool message_waiting(struct tw_service *s)
  * the next tick boundary and within TW__REAP_NS: a producer would then not
  * wake us anyway (its timer is due no earlier than it could fire then;
  * reap_wake is false). */
-static void see_ring_pushes(struct tw_service *s, uint64_t now,
-                            uint64_t target)
+/* Returns the target to sleep to: target, or the next tick boundary (and
+ * at most TW__REAP_NS) when the barrier could not run, so that a push it
+ * missed waits no longer than when the barrier is skipped. */
+static uint64_t see_ring_pushes(struct tw_service *s, uint64_t now,
+                                uint64_t target)
 {
-    if (tw__rings_made(s) &&
-        (target > next_tick(s, now) || target > tw__add_sat(now, TW__REAP_NS)))
-        tw__gate_membarrier();
+    uint64_t near = next_tick(s, now);
+
+    if (near > tw__add_sat(now, TW__REAP_NS))
+        near = tw__add_sat(now, TW__REAP_NS);
+    if (tw__rings_made(s) && target > near && !tw__gate_membarrier())
+        return near;
+    return target;
 }
 
 static void sleep_next(struct tw_service *s)
 {
     uint64_t now = tw__svc_clock();
-    uint64_t target = next_wake(s, now);
+    uint64_t target = next_wake(s, now), seen;
 
     if (target <= now)
         return;
@@ -412,7 +423,10 @@ static void sleep_next(struct tw_service *s)
         wait_until(s, target);
     } else if (!s->kicked) {
         publish_sleep(s, now, target);
-        see_ring_pushes(s, now, target);
+        if ((seen = see_ring_pushes(s, now, target)) < target) {
+            target = seen;
+            publish_sleep(s, now, target);
+        }
         /* Pushed before sleep_until was published, so no one woke us.
          * Those timers were scheduled before now: a new one cannot fall
          * due before the next tick boundary unless it was scheduled with a
