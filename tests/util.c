@@ -121,6 +121,11 @@ void sleep_ns(uint64_t ns)
 
 struct alloc_log alloc_log;
 
+/* alloc_watch_next(): armed until the next block is handed out, which is
+ * then `watched` until it is given back. */
+static atomic_bool watch_armed, watched_freed;
+static _Atomic(void *) watched;
+
 /* Every block is 8-aligned, the strictest alignment of anything the library
  * allocates; a guarded block must be a multiple of it to end on the page. */
 #define GUARD_ALIGN 8u
@@ -186,6 +191,8 @@ static void *counted_alloc(void *ctx, size_t size)
     if (p) {
         atomic_fetch_add(&alloc_log.allocs, 1);
         atomic_store(&alloc_log.last_size, size);
+        if (atomic_exchange(&watch_armed, false))
+            atomic_store(&watched, p);
     }
     return p;
 }
@@ -193,6 +200,8 @@ static void *counted_alloc(void *ctx, size_t size)
 static void counted_free(void *ctx, void *p, size_t size)
 {
     atomic_fetch_add(&alloc_log.frees, 1);
+    if (p && p == atomic_load(&watched))
+        atomic_store(&watched_freed, true);
     if (ctx) {
         guarded_free(p, size);
         return;
@@ -223,6 +232,24 @@ void alloc_fail_after(unsigned long k)
 unsigned long alloc_live(void)
 {
     return atomic_load(&alloc_log.allocs) - atomic_load(&alloc_log.frees);
+}
+
+void alloc_watch_next(void)
+{
+    atomic_store(&watched, NULL);
+    atomic_store(&watched_freed, false);
+    atomic_store(&watch_armed, true);
+}
+
+void alloc_wait_watched_freed(const char *what)
+{
+    uint64_t give_up = now_ns() + 10 * SEC;
+
+    cr_assert_not_null(atomic_load(&watched), "%s: no block handed out", what);
+    while (!atomic_load(&watched_freed)) {
+        cr_assert_lt(now_ns(), give_up, "%s: still held", what);
+        sleep_ns(MS);
+    }
 }
 
 unsigned long alloc_fail_each(int (*attempt)(void *ctx), void *ctx)

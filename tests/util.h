@@ -73,6 +73,16 @@ void alloc_fail_after(unsigned long k);
 /* Blocks handed out and not given back. */
 unsigned long alloc_live(void);
 /*
+ * Watch the next block handed out from now (by any thread), and wait
+ * until it is given back: for a test that must know that a block the
+ * library frees on a thread of its own (a handle, which the service's
+ * worker frees up to TW__REAP_NS after a cancel) is gone. The wait fails
+ * the test, naming `what`, if no block was handed out or it is still held
+ * after 10 s. One watch at a time; alloc_watch_next() replaces the last.
+ */
+void alloc_watch_next(void);
+void alloc_wait_watched_freed(const char *what);
+/*
  * Run attempt(ctx) with the k-th allocation from now failing, for k = 1,
  * 2, ... until it returns 0; until then it must return -ENOMEM and hold no
  * more blocks than before. Afterwards no allocation fails. Returns how many
