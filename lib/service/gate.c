@@ -239,21 +239,6 @@ static int refuse(struct tw_service *s, struct tw__stripe *st)
     return -EAGAIN;
 }
 
-/* Add n to st's credit (the owner's plain store, or an atomic add). */
-static int_fast64_t credit_add(struct tw_service *s, struct tw__stripe *st,
-                               int_fast64_t n)
-{
-    int_fast64_t c;
-
-    if (tw__shared(s, st))
-        return atomic_fetch_add_explicit(&st->credit, n,
-                                         memory_order_relaxed) +
-               n;
-    c = atomic_load_explicit(&st->credit, memory_order_relaxed) + n;
-    atomic_store_explicit(&st->credit, c, memory_order_relaxed);
-    return c;
-}
-
 /* Take one slot from st's credit if it has one. */
 static bool credit_take(struct tw_service *s, struct tw__stripe *st)
 {
@@ -266,7 +251,7 @@ static bool credit_take(struct tw_service *s, struct tw__stripe *st)
     }
     if (atomic_load_explicit(&st->credit, memory_order_relaxed) <= 0)
         return false;
-    credit_add(s, st, -1);
+    tw__credit_add(s, st, -1);
     return true;
 }
 
@@ -286,7 +271,7 @@ int tw__gate_reserve(struct tw_service *s, struct tw__stripe *st)
         got = a < TW__CREDIT_CHUNK ? a : TW__CREDIT_CHUNK;
     } while (!atomic_compare_exchange_weak_explicit(
         &s->avail, &a, a - got, memory_order_relaxed, memory_order_relaxed));
-    credit_add(s, st, got - 1);
+    tw__credit_add(s, st, got - 1);
     return 0;
 }
 
@@ -294,45 +279,7 @@ int tw__gate_reserve(struct tw_service *s, struct tw__stripe *st)
 void tw__gate_unreserve(struct tw_service *s, struct tw__stripe *st)
 {
     if (s->max_pending)
-        credit_add(s, st, 1);
-}
-
-/* A timer's slot is free again: into this thread's credit; a stripe that
- * gathers two chunks (a thread that lets go of more than it schedules, as
- * the worker does) returns one to the pool. */
-static void give_back(struct tw_service *s, struct tw__stripe *st)
-{
-    int_fast64_t c;
-
-    if (!s->max_pending)
-        return;
-    c = credit_add(s, st, 1);
-    if (c < 2 * TW__CREDIT_CHUNK)
-        return;
-    if (!tw__shared(s, st)) {
-        credit_add(s, st, -TW__CREDIT_CHUNK);
-    } else {
-        do {
-            if (c < 2 * TW__CREDIT_CHUNK)
-                return;
-        } while (!atomic_compare_exchange_weak_explicit(
-            &st->credit, &c, c - TW__CREDIT_CHUNK, memory_order_relaxed,
-            memory_order_relaxed));
-    }
-    atomic_fetch_add_explicit(&s->avail, TW__CREDIT_CHUNK,
-                              memory_order_relaxed);
-}
-
-/* A cancel won: count it on the canceller's stripe and give its pending
- * slot back there, at once, so that stats and max_pending see it as soon as
- * tw_handle_cancel() has returned 1 (the worker frees the handle within
- * TW__REAP_NS). */
-void tw__gate_count_cancel(struct tw_service *s)
-{
-    struct tw__stripe *st = tw__stripe_mine(s);
-
-    tw__count(s, st, &st->cancelled);
-    give_back(s, st);
+        tw__credit_add(s, st, 1);
 }
 
 /* The service let go of a timer that completed or was returned: count it

@@ -477,7 +477,6 @@ void tw__worker_run(struct tw_service *s, struct tw_handle *h);
 void tw__worker_kick(struct tw_service *s);
 void tw__worker_notify(struct tw_service *s, uint64_t due);
 void tw__worker_notify_pushed(struct tw_service *s, uint64_t due);
-void tw__worker_notify_reap(struct tw_service *s);
 void tw__worker_post(struct tw_service *s, struct tw_handle *h);
 void tw__worker_reap(struct tw_service *s, bool wait);
 bool tw__worker_admit(struct tw_service *s, size_t max, bool wait);
@@ -491,7 +490,6 @@ int tw__gate_reserve(struct tw_service *s, struct tw__stripe *st);
 void tw__gate_unreserve(struct tw_service *s, struct tw__stripe *st);
 void tw__gate_close(struct tw_service *s);
 void tw__gate_let_go(struct tw_service *s, bool completed);
-void tw__gate_count_cancel(struct tw_service *s);
 bool tw__gate_asym(void);
 bool tw__gate_membarrier(void);
 
@@ -555,6 +553,71 @@ static inline struct tw__rings *tw__rings_mine(struct tw_service *s)
         (r = atomic_load_explicit(&s->rings[i], memory_order_relaxed)))
         return r;
     return tw__rings_make(s);
+}
+
+/* gate.c's pending-slot credit, inline: a cancel gives its slot back on
+ * every call. */
+/* Add n to st's credit (the owner's plain store, or an atomic add). */
+static inline int_fast64_t tw__credit_add(struct tw_service *s,
+                                          struct tw__stripe *st,
+                                          int_fast64_t n)
+{
+    int_fast64_t c;
+
+    if (tw__shared(s, st))
+        return atomic_fetch_add_explicit(&st->credit, n,
+                                         memory_order_relaxed) +
+               n;
+    c = atomic_load_explicit(&st->credit, memory_order_relaxed) + n;
+    atomic_store_explicit(&st->credit, c, memory_order_relaxed);
+    return c;
+}
+
+/* A timer's slot is free again: into this thread's credit; a stripe that
+ * gathers two chunks (a thread that lets go of more than it schedules, as
+ * the worker does) returns one to the pool. */
+static inline void tw__give_back(struct tw_service *s,
+                                 struct tw__stripe *st)
+{
+    int_fast64_t c;
+
+    if (!s->max_pending)
+        return;
+    c = tw__credit_add(s, st, 1);
+    if (c < 2 * TW__CREDIT_CHUNK)
+        return;
+    if (!tw__shared(s, st)) {
+        tw__credit_add(s, st, -TW__CREDIT_CHUNK);
+    } else {
+        do {
+            if (c < 2 * TW__CREDIT_CHUNK)
+                return;
+        } while (!atomic_compare_exchange_weak_explicit(
+            &st->credit, &c, c - TW__CREDIT_CHUNK, memory_order_relaxed,
+            memory_order_relaxed));
+    }
+    atomic_fetch_add_explicit(&s->avail, TW__CREDIT_CHUNK,
+                              memory_order_relaxed);
+}
+
+/* A cancel won: count it on the canceller's stripe and give its pending
+ * slot back there, at once, so that stats and max_pending see it as soon as
+ * tw_handle_cancel() has returned 1 (the worker frees the handle within
+ * TW__REAP_NS). */
+static inline void tw__gate_count_cancel(struct tw_service *s)
+{
+    struct tw__stripe *st = tw__stripe_mine(s);
+
+    tw__count(s, st, &st->cancelled);
+    tw__give_back(s, st);
+}
+
+/* After a cancel's message: wake the worker if it sleeps longer than
+ * TW__REAP_NS (worker.c). Inline: on every cancel. */
+static inline void tw__worker_notify_reap(struct tw_service *s)
+{
+    if (atomic_load_explicit(&s->reap_wake, memory_order_relaxed))
+        tw__worker_kick(s);
 }
 
 static inline bool tw__stopping(const struct tw_service *s)

@@ -105,11 +105,6 @@ void tw__worker_notify(struct tw_service *s, uint64_t due)
 /* After pushing a cancel message: wake the worker only if it sleeps longer
  * than TW__REAP_NS (it said so when it went to sleep), so a canceller reads
  * no clock. */
-void tw__worker_notify_reap(struct tw_service *s)
-{
-    if (atomic_load_explicit(&s->reap_wake, memory_order_relaxed))
-        tw__worker_kick(s);
-}
 
 /* A message about h, which is ours if it is still in the wheel: unlink it
  * if cancelled, move it if re-armed earlier. Anywhere else, whoever holds it
