@@ -147,13 +147,13 @@ struct tw__stripe *tw__stripe_claim(struct tw_service *s)
 
 /* Whether the kernel runs a barrier on every thread for stop (see the
  * top); decided once, before the first service exists. */
-static atomic_bool asym;
+atomic_bool tw__asym;
 static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
 
 static void register_membarrier(void)
 {
     atomic_store_explicit(
-        &asym,
+        &tw__asym,
         syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0,
                 0) == 0,
         memory_order_relaxed);
@@ -168,7 +168,7 @@ void tw__gate_init(void)
  * (ring.c) rely on it for the worker's sleep hand-shake. */
 bool tw__gate_asym(void)
 {
-    return atomic_load_explicit(&asym, memory_order_relaxed);
+    return atomic_load_explicit(&tw__asym, memory_order_relaxed);
 }
 
 /* A full barrier on every thread of the process that is running now (the
@@ -185,36 +185,8 @@ bool tw__gate_membarrier(void)
     /* Neither ran (a seccomp filter installed since, a nohz_full kernel
      * for the global one): from now on producers pay the barrier
      * themselves (locked adds at the gate, no new rings). */
-    atomic_store_explicit(&asym, false, memory_order_seq_cst);
+    atomic_store_explicit(&tw__asym, false, memory_order_seq_cst);
     return false;
-}
-
-struct tw__stripe *tw__gate_enter(struct tw_service *s, int *rc)
-{
-    struct tw__stripe *st = tw__stripe_mine(s);
-
-    if (!tw__shared(s, st) &&
-        atomic_load_explicit(&asym, memory_order_relaxed)) {
-        atomic_store_explicit(&st->inside, 1, memory_order_relaxed);
-        atomic_signal_fence(memory_order_seq_cst);
-    } else {
-        atomic_fetch_add_explicit(&st->inside, 1, memory_order_seq_cst);
-    }
-    if (atomic_load_explicit(&s->closed, memory_order_seq_cst)) {
-        tw__gate_leave(s, st);
-        *rc = -ESHUTDOWN;
-        return NULL;
-    }
-    *rc = 0;
-    return st;
-}
-
-void tw__gate_leave(struct tw_service *s, struct tw__stripe *st)
-{
-    if (tw__shared(s, st))
-        atomic_fetch_sub_explicit(&st->inside, 1, memory_order_release);
-    else
-        atomic_store_explicit(&st->inside, 0, memory_order_release);
 }
 
 /* Close the gate and wait for the schedule calls inside to leave. */
@@ -239,31 +211,25 @@ static int refuse(struct tw_service *s, struct tw__stripe *st)
     return -EAGAIN;
 }
 
-/* Take one slot from st's credit if it has one. */
-static bool credit_take(struct tw_service *s, struct tw__stripe *st)
-{
-    if (tw__shared(s, st)) {
-        if (atomic_fetch_sub_explicit(&st->credit, 1, memory_order_relaxed) >
-            0)
-            return true;
-        atomic_fetch_add_explicit(&st->credit, 1, memory_order_relaxed);
-        return false;
-    }
-    if (atomic_load_explicit(&st->credit, memory_order_relaxed) <= 0)
-        return false;
-    tw__credit_add(s, st, -1);
-    return true;
-}
-
-/* Take one pending slot for a timer about to be accepted, or -EAGAIN. */
-int tw__gate_reserve(struct tw_service *s, struct tw__stripe *st)
+/* The rest of tw__gate_reserve() (service.h): a refusal, the shared
+ * stripe, or a stripe out of credit, which takes a chunk from the pool. */
+int tw__gate_reserve_slow(struct tw_service *s, struct tw__stripe *st)
 {
     int_fast64_t a, got;
 
     if (atomic_load_explicit(&s->behind, memory_order_relaxed))
         return refuse(s, st);
-    if (!s->max_pending || credit_take(s, st))
+    if (!s->max_pending)
         return 0;
+    if (tw__shared(s, st)) {
+        if (atomic_fetch_sub_explicit(&st->credit, 1, memory_order_relaxed) >
+            0)
+            return 0;
+        atomic_fetch_add_explicit(&st->credit, 1, memory_order_relaxed);
+    } else if (atomic_load_explicit(&st->credit, memory_order_relaxed) > 0) {
+        tw__credit_add(s, st, -1);
+        return 0;
+    }
     a = atomic_load_explicit(&s->avail, memory_order_relaxed);
     do {
         if (a <= 0)
@@ -274,6 +240,10 @@ int tw__gate_reserve(struct tw_service *s, struct tw__stripe *st)
     tw__credit_add(s, st, got - 1);
     return 0;
 }
+
+/* Take one slot from st's credit if it has one. */
+
+/* Take one pending slot for a timer about to be accepted, or -EAGAIN. */
 
 /* Give back a slot that tw__gate_reserve() took (the schedule failed). */
 void tw__gate_unreserve(struct tw_service *s, struct tw__stripe *st)

@@ -7,7 +7,9 @@
  *   worker.c    the worker thread: admit, reap, advance, sleep
  *   executor.c  the executor pool
  *   gate.c      what producers pass through: stop's gate, back-pressure,
- *               the striped counters and tw_service_stats()
+ *               the striped counters and tw_service_stats() (the paths
+ *               every schedule and cancel takes are inline below, as is
+ *               the worker's post of a new handle)
  *   wait.c      sleeping on a handle's state word (cancel-and-wait)
  *   registry.c  the live services by slot: a handle's way to its service
  *   ring.c      each producer thread's rings in front of the queues
@@ -94,6 +96,7 @@
 #ifndef TW_SERVICE_H
 #define TW_SERVICE_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -476,21 +479,19 @@ void tw__worker_expire(struct tw_timer *t, void *ctx);
 void tw__worker_run(struct tw_service *s, struct tw_handle *h);
 void tw__worker_kick(struct tw_service *s);
 void tw__worker_notify(struct tw_service *s, uint64_t due);
-void tw__worker_notify_pushed(struct tw_service *s, uint64_t due);
-void tw__worker_post(struct tw_service *s, struct tw_handle *h);
 void tw__worker_reap(struct tw_service *s, bool wait);
 bool tw__worker_admit(struct tw_service *s, size_t max, bool wait);
 
 /* gate.c */
 void tw__gate_init(void);
 struct tw__stripe *tw__stripe_claim(struct tw_service *s);
-struct tw__stripe *tw__gate_enter(struct tw_service *s, int *rc);
-void tw__gate_leave(struct tw_service *s, struct tw__stripe *st);
-int tw__gate_reserve(struct tw_service *s, struct tw__stripe *st);
 void tw__gate_unreserve(struct tw_service *s, struct tw__stripe *st);
 void tw__gate_close(struct tw_service *s);
 void tw__gate_let_go(struct tw_service *s, bool completed);
 bool tw__gate_asym(void);
+int tw__gate_reserve_slow(struct tw_service *s, struct tw__stripe *st);
+/* Whether stop and the worker pay the producers' barrier (gate.c). */
+extern atomic_bool tw__asym;
 bool tw__gate_membarrier(void);
 
 /* ring.c */
@@ -555,6 +556,36 @@ static inline struct tw__rings *tw__rings_mine(struct tw_service *s)
     return tw__rings_make(s);
 }
 
+/* After pushing something due at `due`: wake the worker if it would
+ * otherwise sleep past due's tick boundary. A timer due within the last tick
+ * before the worker's wake-up fires on that wake-up anyway (it is admitted
+ * and then due), so it needs no kick: with timers arriving a tick or more
+ * ahead, as most do, producers never make a system call. The push before
+ * this was either into a ring, whose plain store the worker's membarrier
+ * orders before this load (see "Sleeping" at the top; the caller kept the
+ * compiler from reordering them), or an exchange with a full barrier
+ * (mpsc.h): no fence of our own on the schedule path either way. */
+static inline void tw__worker_notify_pushed(struct tw_service *s, uint64_t due)
+{
+    if (tw__add_sat(due, s->tick_ns) <=
+        atomic_load_explicit(&s->sleep_until, memory_order_relaxed))
+        tw__worker_kick(s);
+}
+
+/* Give custody of h to the worker: push it into this thread's ring, or
+ * onto the new queue (ring.c says when). */
+static inline void tw__worker_post(struct tw_service *s, struct tw_handle *h)
+{
+    uint64_t due = tw__deadline(h);
+    struct tw__rings *r = tw__rings_mine(s);
+
+    if (r && tw__ring_push(&r->fresh, h))
+        atomic_signal_fence(memory_order_seq_cst); /* see notify_pushed */
+    else
+        tw__mpsc_push(&s->newq, &h->qnode);
+    tw__worker_notify_pushed(s, due);
+}
+
 /* gate.c's pending-slot credit, inline: a cancel gives its slot back on
  * every call. */
 /* Add n to st's credit (the owner's plain store, or an atomic add). */
@@ -610,6 +641,51 @@ static inline void tw__gate_count_cancel(struct tw_service *s)
 
     tw__count(s, st, &st->cancelled);
     tw__give_back(s, st);
+}
+
+/* The producers' gate, inline: on every schedule (gate.c has the rules). */
+static inline void tw__gate_leave(struct tw_service *s, struct tw__stripe *st)
+{
+    if (tw__shared(s, st))
+        atomic_fetch_sub_explicit(&st->inside, 1, memory_order_release);
+    else
+        atomic_store_explicit(&st->inside, 0, memory_order_release);
+}
+
+static inline struct tw__stripe *tw__gate_enter(struct tw_service *s,
+                                                 int *rc)
+{
+    struct tw__stripe *st = tw__stripe_mine(s);
+
+    if (!tw__shared(s, st) &&
+        atomic_load_explicit(&tw__asym, memory_order_relaxed)) {
+        atomic_store_explicit(&st->inside, 1, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);
+    } else {
+        atomic_fetch_add_explicit(&st->inside, 1, memory_order_seq_cst);
+    }
+    if (atomic_load_explicit(&s->closed, memory_order_seq_cst)) {
+        tw__gate_leave(s, st);
+        *rc = -ESHUTDOWN;
+        return NULL;
+    }
+    *rc = 0;
+    return st;
+}
+
+/* Take a pending slot for a schedule (gate.c has the rules): inline, the
+ * owner's plain decrement of its credit; the rest out of line. */
+static inline int tw__gate_reserve(struct tw_service *s, struct tw__stripe *st)
+{
+    int_fast64_t c;
+
+    if (!atomic_load_explicit(&s->behind, memory_order_relaxed) &&
+        !tw__shared(s, st) && s->max_pending &&
+        (c = atomic_load_explicit(&st->credit, memory_order_relaxed)) > 0) {
+        atomic_store_explicit(&st->credit, c - 1, memory_order_relaxed);
+        return 0;
+    }
+    return tw__gate_reserve_slow(s, st);
 }
 
 /* After a cancel's message: wake the worker if it sleeps longer than

@@ -77,22 +77,6 @@ void tw__worker_kick(struct tw_service *s)
     pthread_mutex_unlock(&s->lock);
 }
 
-/* After pushing something due at `due`: wake the worker if it would
- * otherwise sleep past due's tick boundary. A timer due within the last tick
- * before the worker's wake-up fires on that wake-up anyway (it is admitted
- * and then due), so it needs no kick: with timers arriving a tick or more
- * ahead, as most do, producers never make a system call. The push before
- * this was either into a ring, whose plain store the worker's membarrier
- * orders before this load (see "Sleeping" at the top; the caller kept the
- * compiler from reordering them), or an exchange with a full barrier
- * (mpsc.h): no fence of our own on the schedule path either way. */
-void tw__worker_notify_pushed(struct tw_service *s, uint64_t due)
-{
-    if (tw__add_sat(due, s->tick_ns) <=
-        atomic_load_explicit(&s->sleep_until, memory_order_relaxed))
-        tw__worker_kick(s);
-}
-
 /* As tw__worker_notify_pushed(), when nothing was pushed just before: the
  * barrier is liburcu's, one GCC's ThreadSanitizer accepts (it refuses
  * atomic_thread_fence). */
@@ -213,20 +197,6 @@ bool tw__worker_admit(struct tw_service *s, size_t max, bool wait)
         admit_one(s, of_qnode(n));
     }
     return true;
-}
-
-/* Give custody of h to the worker: push it into this thread's ring, or
- * onto the new queue (ring.c says when). */
-void tw__worker_post(struct tw_service *s, struct tw_handle *h)
-{
-    uint64_t due = tw__deadline(h);
-    struct tw__rings *r = tw__rings_mine(s);
-
-    if (r && tw__ring_push(&r->fresh, h))
-        atomic_signal_fence(memory_order_seq_cst); /* see notify_pushed */
-    else
-        tw__mpsc_push(&s->newq, &h->qnode);
-    tw__worker_notify_pushed(s, due);
 }
 
 /* Periodic or re-armed h is pending again at its deadline: back into the
