@@ -89,16 +89,22 @@ void wheel_ok(const struct tw_wheel *w)
     cr_assert_eq(tw_check(w, why, sizeof(why)), 0, "invariant: %s", why);
 }
 
-struct tw_service *default_service(enum tw_mode mode)
+struct tw_service *service_pool(enum tw_mode mode, unsigned executors)
 {
     struct tw_service_config cfg;
     struct tw_service *s;
     int err = 0;
 
     tw_service_config_init(&cfg, mode);
+    cfg.executor_threads = executors;
     s = tw_service_create(&cfg, &err);
     cr_assert_not_null(s, "create: %s", tw_strerror(err));
     return s;
+}
+
+struct tw_service *default_service(enum tw_mode mode)
+{
+    return service_pool(mode, 0);
 }
 
 uint64_t now_ns(void)

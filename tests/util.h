@@ -37,6 +37,8 @@ void rec_init(struct rec *r, struct tw_wheel *w);
 void wheel_ok(const struct tw_wheel *w);
 /* A service of mode with the default configuration; asserts it exists. */
 struct tw_service *default_service(enum tw_mode mode);
+/* The same with a pool of `executors` threads running the callbacks. */
+struct tw_service *service_pool(enum tw_mode mode, unsigned executors);
 /* CLOCK_MONOTONIC in ns, and a sleep of ns, for the service's tests. */
 uint64_t now_ns(void);
 void sleep_ns(uint64_t ns);

@@ -23,19 +23,6 @@ static void guarded(void)
     alloc_install(true);
 }
 
-static struct tw_service *service(enum tw_mode mode, unsigned executors)
-{
-    struct tw_service_config cfg;
-    struct tw_service *s;
-    int err = 1;
-
-    tw_service_config_init(&cfg, mode);
-    cfg.executor_threads = executors;
-    s = tw_service_create(&cfg, &err);
-    cr_assert_not_null(s, "create: %d", err);
-    return s;
-}
-
 static struct tw_handle *with_hook(struct tw_service *s, uint64_t delay,
                                    uint64_t period)
 {
@@ -71,7 +58,7 @@ Test(service_cancel_release, null_is_einval)
 
 static void pending_one(enum tw_mode mode)
 {
-    struct tw_service *s = service(mode, 0);
+    struct tw_service *s = service_pool(mode, 0);
     struct tw_handle *h = with_hook(s, HOUR, 0);
     struct tw_service_stats st;
 
@@ -98,7 +85,7 @@ Test(service_cancel_release, pending_hashed, .init = guarded)
 Test(service_cancel_release, after_it_ran_is_zero_and_releases,
      .init = guarded)
 {
-    struct tw_service *s = service(TW_HIER, 0);
+    struct tw_service *s = service_pool(TW_HIER, 0);
     struct tw_handle *h = with_hook(s, 0, 0);
 
     wait_for(&runs, 1, "runs");
@@ -111,7 +98,7 @@ Test(service_cancel_release, after_it_ran_is_zero_and_releases,
 Test(service_cancel_release, after_destroy_is_zero_and_releases,
      .init = guarded)
 {
-    struct tw_service *s = service(TW_HIER, 0);
+    struct tw_service *s = service_pool(TW_HIER, 0);
     struct tw_handle *h = with_hook(s, HOUR, 0);
 
     cr_assert_eq(tw_service_stop(s, NULL, NULL), 0);
@@ -126,7 +113,7 @@ Test(service_cancel_release, after_destroy_is_zero_and_releases,
  * its next period: 1, no run after the one in progress. */
 Test(service_cancel_release, periodic_on_executor, .init = guarded)
 {
-    struct tw_service *s = service(TW_HIER, 2);
+    struct tw_service *s = service_pool(TW_HIER, 2);
     struct tw_handle *h = with_hook(s, 0, MS);
     int seen;
 
@@ -171,7 +158,7 @@ static void *race(void *arg)
 
 static void racing(unsigned executors)
 {
-    struct tw_service *s = service(TW_HIER, executors);
+    struct tw_service *s = service_pool(TW_HIER, executors);
     struct racer r[RACERS];
     pthread_t t[RACERS];
     struct tw_service_stats st;

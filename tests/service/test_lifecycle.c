@@ -25,19 +25,6 @@ static bool wait_count(atomic_int *flag, int want)
     return atomic_load(flag) >= want;
 }
 
-static struct tw_service *make(enum tw_mode mode, unsigned threads)
-{
-    struct tw_service_config cfg;
-    struct tw_service *s;
-    int err = 1;
-
-    tw_service_config_init(&cfg, mode);
-    cfg.executor_threads = threads;
-    s = tw_service_create(&cfg, &err);
-    cr_assert_not_null(s, "create: %s", tw_strerror(err));
-    return s;
-}
-
 static struct tw_service_stats stats_of(struct tw_service *s)
 {
     struct tw_service_stats st;
@@ -72,7 +59,7 @@ static void fire_cb(struct tw_handle *h, void *arg)
 
 Test(service_lifecycle, clock_and_absolute_deadlines)
 {
-    struct tw_service *s = make(TW_HIER, 0);
+    struct tw_service *s = service_pool(TW_HIER, 0);
     static struct fire f1, f2;
     struct tw_handle *h;
     uint64_t t0 = tw_service_now(s);
@@ -105,7 +92,7 @@ static void never_cb(struct tw_handle *h, void *arg)
 
 Test(service_lifecycle, submit_refuses_bad_input)
 {
-    struct tw_service *s = make(TW_HIER, 0);
+    struct tw_service *s = service_pool(TW_HIER, 0);
     struct tw_timer_spec spec = {.deadline = HOUR, .cb = never_cb};
     struct tw_handle *h = (struct tw_handle *)&spec;
 
@@ -134,7 +121,7 @@ Test(service_lifecycle, submit_refuses_bad_input)
 
 static void rearm_later(enum tw_mode mode, unsigned threads)
 {
-    struct tw_service *s = make(mode, threads);
+    struct tw_service *s = service_pool(mode, threads);
     static struct fire f;
     struct tw_handle *h;
     uint64_t want;
@@ -165,7 +152,7 @@ Test(service_lifecycle, rearm_later_hashed_executor)
  * the hour, is woken and moves it. */
 static void rearm_earlier(enum tw_mode mode, unsigned threads)
 {
-    struct tw_service *s = make(mode, threads);
+    struct tw_service *s = service_pool(mode, threads);
     static struct fire f;
     struct tw_handle *h;
     uint64_t want;
@@ -190,7 +177,7 @@ Test(service_lifecycle, rearm_earlier_executor) { rearm_earlier(TW_HIER, 2); }
  * before its new deadline, and the timer completes once. */
 static void rearm_self(unsigned threads)
 {
-    struct tw_service *s = make(TW_HIER, threads);
+    struct tw_service *s = service_pool(TW_HIER, threads);
     static struct fire f;
     struct tw_service_stats st;
 
@@ -215,7 +202,7 @@ Test(service_lifecycle, rearm_from_own_callback_executor) { rearm_self(2); }
  * is there, and the grid continues from it. */
 Test(service_lifecycle, rearm_periodic_moves_the_grid)
 {
-    struct tw_service *s = make(TW_HIER, 0);
+    struct tw_service *s = service_pool(TW_HIER, 0);
     static struct fire f;
     struct tw_handle *h;
     uint64_t want;
@@ -239,7 +226,7 @@ Test(service_lifecycle, rearm_periodic_moves_the_grid)
 
 Test(service_lifecycle, rearm_bad_input_and_after_destroy)
 {
-    struct tw_service *s = make(TW_HIER, 0);
+    struct tw_service *s = service_pool(TW_HIER, 0);
     struct tw_handle *h;
 
     cr_assert_eq(tw_handle_rearm(NULL, MS), -EINVAL);
@@ -277,7 +264,7 @@ static void *rearm_thread(void *arg)
 
 static void race_rearm_cancel(unsigned threads)
 {
-    struct tw_service *s = make(TW_HIER, threads);
+    struct tw_service *s = service_pool(TW_HIER, threads);
     enum { N = 300 };
     static struct fire f[N];
     static int cancel_rc[N], rearm_rc[N];
@@ -345,7 +332,7 @@ static void slow_cb(struct tw_handle *h, void *arg)
  * -EDEADLK and changes nothing. */
 static void cancel_wait_running(unsigned threads, uint64_t period)
 {
-    struct tw_service *s = make(TW_HIER, threads);
+    struct tw_service *s = service_pool(TW_HIER, threads);
     static struct slow sl;
     struct tw_handle *h;
 
@@ -381,7 +368,7 @@ Test(service_lifecycle, cancel_wait_periodic_on_executor)
 
 Test(service_lifecycle, cancel_wait_bad_input_and_pending)
 {
-    struct tw_service *s = make(TW_HASHED, 0);
+    struct tw_service *s = service_pool(TW_HASHED, 0);
     struct tw_handle *h;
 
     cr_assert_eq(tw_handle_cancel_wait(NULL), -EINVAL);
@@ -426,7 +413,7 @@ static void rel_back(const struct tw_handback *t, void *ctx)
  * periodic cancelled while running, fire-and-forget; each hook once. */
 Test(service_lifecycle, release_hook_once_per_outcome)
 {
-    struct tw_service *s = make(TW_HIER, 1);
+    struct tw_service *s = service_pool(TW_HIER, 1);
     static struct relrec r[4];
     struct tw_handle *h[4];
     struct tw_timer_spec spec = {.cb = rel_cb, .release = rel_hook};
@@ -460,7 +447,7 @@ Test(service_lifecycle, release_hook_once_per_outcome)
 /* Destroy without stop: what it drops is released too. */
 Test(service_lifecycle, release_hook_on_destroy)
 {
-    struct tw_service *s = make(TW_HASHED, 0);
+    struct tw_service *s = service_pool(TW_HASHED, 0);
     static struct relrec r;
     struct tw_timer_spec spec = {
         .deadline = HOUR, .cb = rel_cb, .arg = &r, .release = rel_hook};
