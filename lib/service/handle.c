@@ -40,24 +40,29 @@
 _Thread_local const struct tw_handle *tw__running;
 
 /* A handle of the right size for spec, its refs word holding one
- * reference, the fixed flags and s's slot. */
+ * reference, the fixed flags, the callback's index (or none: the callback
+ * is in the tail) and s's slot. */
 static struct tw_handle *alloc_handle(struct tw_service *s,
                                       const struct tw_timer_spec *spec)
 {
     uint32_t refs = 1 | (uint32_t)s->slot << TW__SLOT_SHIFT;
+    unsigned cb = 0;
     struct tw__handle_long *l;
     struct tw_handle *h;
 
     if (spec->period && spec->kind == TW_FIXED_DELAY)
         refs |= TW__HF_FIXED_DELAY;
-    if (!spec->period && !spec->release) {
+    if (!spec->period && !spec->release &&
+        (cb = tw__cb_index(s, spec->cb))) {
         h = tw_alloc(sizeof(*h));
+        refs |= (uint32_t)cb << TW__CB_SHIFT;
     } else {
         l = tw_alloc(sizeof(*l));
         if (!l)
             return NULL;
         l->tail.period = spec->period;
         l->tail.release = spec->release;
+        l->tail.cb = spec->cb;
         refs |= TW__HF_TAIL;
         h = &l->h;
     }
@@ -72,12 +77,11 @@ struct tw_handle *tw__handle_new(struct tw_service *s,
     struct tw_handle *h = alloc_handle(s, spec);
 
     /* Every field is set here or by the push that uses it (the queue
-     * nodes), so the block is not zeroed first. */
+     * nodes), so the block is not zeroed first. The core's cb is ours
+     * (service.h): the requested deadline lies there. */
     if (!h)
         return NULL;
-    /* The user's callback in the core's field (service.h): converted back
-     * by tw__cb() before it is called. */
-    tw_timer_init(&h->timer, (tw_callback *)spec->cb, spec->arg);
+    tw_timer_init(&h->timer, NULL, spec->arg);
     h->qnode.next = NULL;
     h->cnode.next = NULL;
     atomic_init(&h->deadline, spec->deadline);

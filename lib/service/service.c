@@ -266,10 +266,11 @@ static void gather(struct tw_service *s, struct tw__hlist *all)
     tw_drain(s->wheel, gather_one, all);
 }
 
-static void hand_back(struct tw_handle *h, tw_handback_fn *fn, void *ctx)
+static void hand_back(struct tw_service *s, struct tw_handle *h,
+                      tw_handback_fn *fn, void *ctx)
 {
     struct tw_handback t = {
-        .cb = tw__cb(h),
+        .cb = tw__cb(s, h),
         .arg = tw__arg(h),
         .deadline = tw__deadline(h),
         .period = tw__period(h),
@@ -293,7 +294,7 @@ static void claim(struct tw_service *s, struct tw_handle *h,
             return;
         }
         if (tw__handle_cas(h, &w, TW__RETURNED, false)) {
-            hand_back(h, fn, ctx);
+            hand_back(s, h, fn, ctx);
             tw__handle_drop(s, h, TW__OUT_RETURNED);
             return;
         }

@@ -12,6 +12,7 @@
  *               the worker's post of a new handle)
  *   wait.c      sleeping on a handle's state word (cancel-and-wait)
  *   registry.c  the live services by slot: a handle's way to its service
+ *   callbacks.c the service's callbacks by index: a handle's way to its own
  *   ring.c      each producer thread's rings in front of the queues
  *   ring.h      the ring: one producer, one consumer, a chain of blocks
  *   mpsc.h      the lock-free queue from producers to the worker
@@ -157,62 +158,70 @@ struct tw_service;
 
 /*
  * A handle is one allocation: struct tw_handle, followed by a struct
- * tw__handle_tail only when the timer is periodic or has a release hook
- * (TW__HF_TAIL says so; tw__handle_size() gives the size to free). The
- * common one-shot timer thus pays for none of the tail's fields: 64 bytes,
- * a jemalloc size class, against 80 with the tail.
+ * tw__handle_tail only when the timer is periodic, has a release hook or a
+ * callback the service's table could not take (callbacks.c): TW__HF_TAIL
+ * says so; tw__handle_size() gives the size to free. The common one-shot
+ * timer thus pays for none of the tail's fields: 48 bytes, a jemalloc size
+ * class, against 80 with the tail.
  *
  * The 32-bit `refs` word holds, besides the reference count in its low
- * byte, two flags fixed at creation and the slot of its service in the
- * registry (registry.c), which stands for an 8-byte pointer to the
- * service. Adding or taking one reference leaves the rest alone: the count
- * never exceeds two (the caller and the service; a message holds none).
+ * two bits, two flags fixed at creation, the index of the callback in the
+ * service's table (callbacks.c), which stands for an 8-byte pointer to the
+ * callback, and the slot of its service in the registry (registry.c),
+ * which stands for an 8-byte pointer to the service. Adding or taking one
+ * reference leaves the rest alone: the count never exceeds two (the caller
+ * and the service; a message holds none).
  *
- * The core's timer carries three fields of ours (timewheel/core.h):
- * the wheel calls tw__worker_expire() for every due timer (its expiry
- * function, set by make_wheel()), so the timer's cb holds the user's
- * callback (converted to the core's type and back before the call, which
- * C defines) and its arg the user's arg; and while the handle is out of
- * the wheel (in newq, in the worker's batch, in the executor's queue, in
- * stop's lists) the timer's deadline field is ours, and holds the link of
- * whichever of those it is in. A handle is in the wheel or in one of
- * those, never both (custody, above: only the worker, or stop once it has
- * joined the worker, moves it between them, and the wheel gives it back
- * only through the expiry function or tw_drain(), not pending by then). The
- * message node, cnode, has a field of its own: a message may be queued
- * while the handle is in the wheel.
+ * The core's timer carries three fields of ours (timewheel/core.h): the
+ * wheel calls tw__worker_expire() for every due timer (its expiry
+ * function, set by make_wheel()) and never reads the timer's cb or arg, so
+ * its arg holds the user's arg, and its cb, always, the requested deadline
+ * (`deadline`, written from any thread by a re-arm, below); and while the
+ * handle is out of the wheel (in newq, in the worker's batch, in the
+ * executor's queue, in stop's lists) the timer's deadline field is ours,
+ * and holds the link of whichever of those it is in. A handle is in the
+ * wheel or in one of those, never both (custody, above: only the worker,
+ * or stop once it has joined the worker, moves it between them, and the
+ * wheel gives it back only through the expiry function or tw_drain(), not
+ * pending by then). The message node, cnode, has a field of its own: a
+ * message may be queued while the handle is in the wheel.
  *
- * Below 64 bytes (the next jemalloc class is 48) 16 more would have to go:
- * the message node, or the requested deadline beside the wheel's (the lazy
- * re-arm writes it from any thread), and the state and refs words
- * (docs/service.md, "56 bytes").
+ * The wheel's deadline (when the worker will next look at the timer) and
+ * the requested one (when it should run) are two fields because the lazy
+ * re-arm writes the second from any thread while the timer sits in the
+ * wheel at the first (docs/service.md, "48 bytes").
  */
-#define TW__REF_MASK 0xffu
-#define TW__HF_TAIL 0x200u        /* a struct tw__handle_tail follows */
-#define TW__HF_FIXED_DELAY 0x400u /* kind TW_FIXED_DELAY (else FIXED_RATE) */
-#define TW__SLOT_SHIFT 16         /* the service's slot: the top 16 bits */
+#define TW__REF_MASK 0x3u
+#define TW__HF_TAIL 0x4u        /* a struct tw__handle_tail follows */
+#define TW__HF_FIXED_DELAY 0x8u /* kind TW_FIXED_DELAY (else FIXED_RATE) */
+#define TW__CB_SHIFT 4          /* the callback's index (callbacks.c) */
+#define TW__CB_BITS 10
+#define TW__CB_SLOTS (1u << TW__CB_BITS)
+#define TW__SLOT_SHIFT 16 /* the service's slot: the top 16 bits */
 
 struct tw_handle {
     union {
-        /* The core's node, worker-owned; its cb and arg are the user's,
-         * read-only after creation. */
+        /* The core's node, worker-owned but for the fields below. */
         struct tw_timer timer;
-        /* The same bytes as the service uses them out of the wheel. */
+        /* The same bytes as the service names them. */
         struct {
             struct tw_link wheel_link; /* timer.link: never used by name */
             union {                    /* timer.deadline, while out */
                 struct cds_wfcq_node qnode; /* in newq (custody) */
                 struct tw_handle *next;     /* or in a list of ours */
             };
+            /* timer.cb: written under LOCKED (or before publishing) */
+            _Atomic uint64_t deadline;
+            void *user_arg; /* timer.arg: never used by name */
         };
     };
     struct cds_wfcq_node cnode; /* in cancelq (a message) */
-    _Atomic uint64_t deadline; /* written under LOCKED (or before publishing) */
-    _Atomic uint32_t word;     /* enum tw__hstate | TW__* flags | gen */
-    _Atomic uint32_t refs;     /* count | TW__HF_* | slot */
+    _Atomic uint32_t word;      /* enum tw__hstate | TW__* flags | gen */
+    _Atomic uint32_t refs;      /* count | TW__HF_* | callback | slot */
 };
 
-/* The links lie exactly over the timer's deadline (not its cb beyond). */
+/* The links lie exactly over the timer's deadline, the requested deadline
+ * over its cb (on 64-bit targets, where both are 8 bytes). */
 _Static_assert(offsetof(struct tw_handle, qnode) ==
                        offsetof(struct tw_handle, timer.deadline) &&
                    offsetof(struct tw_handle, next) ==
@@ -220,11 +229,20 @@ _Static_assert(offsetof(struct tw_handle, qnode) ==
                    sizeof(struct cds_wfcq_node) <= sizeof(uint64_t) &&
                    sizeof(struct tw_handle *) <= sizeof(uint64_t),
                "the service's links must lie over the timer's deadline");
+_Static_assert(offsetof(struct tw_handle, deadline) ==
+                       offsetof(struct tw_handle, timer.cb) &&
+                   sizeof(tw_callback *) == sizeof(uint64_t) &&
+                   offsetof(struct tw_handle, user_arg) ==
+                       offsetof(struct tw_handle, timer.arg),
+               "the requested deadline lies over the timer's cb "
+               "(64-bit targets only)");
 
-/* What only periodic timers and those with a release hook carry. */
+/* What only periodic timers, those with a release hook and those whose
+ * callback has no index carry. */
 struct tw__handle_tail {
     uint64_t period; /* 0: one-shot */
     tw_release_fn *release;
+    tw_service_callback *cb; /* the callback of a handle with a tail */
 };
 
 struct tw__handle_long {
@@ -236,7 +254,7 @@ struct tw__handle_long {
 /* Both are jemalloc size classes: the whole cost of a pending timer.
  * service_alloc/handles_fit_their_size_classes checks the sizes the service
  * allocates. */
-_Static_assert(sizeof(struct tw_handle) <= 64, "a handle must fit 64 B");
+_Static_assert(sizeof(struct tw_handle) <= 56, "a handle must fit 56 B");
 _Static_assert(sizeof(struct tw__handle_long) <= 80,
                "a handle with its tail must fit 80 B");
 #endif
@@ -376,6 +394,8 @@ struct tw_service {
     pthread_mutex_t stop_lock;
     bool stopped;      /* under stop_lock */
     bool worker_alive; /* the worker thread was started and not joined */
+    /* The callbacks by index (callbacks.c): filled once each, read by all. */
+    _Alignas(TW__CACHE_LINE) _Atomic(tw_service_callback *) cbs[TW__CB_SLOTS];
 };
 
 /* The service whose thread (worker, executor, or stop's visitor) this is. */
@@ -455,17 +475,23 @@ static inline struct tw_service *tw__svc(const struct tw_handle *h)
                                 memory_order_acquire);
 }
 
-/* The callback and its argument: kept in the core's timer, whose own
- * fields they are not, as the wheel calls its expiry function
- * (tw__worker_expire) instead of them. */
-static inline tw_service_callback *tw__cb(const struct tw_handle *h)
+/* h's callback: in s's table (callbacks.c), or in h's tail. */
+static inline tw_service_callback *tw__cb(const struct tw_service *s,
+                                          const struct tw_handle *h)
 {
-    return (tw_service_callback *)h->timer.cb;
+    unsigned i = (tw__fixed(h) >> TW__CB_SHIFT) & (TW__CB_SLOTS - 1);
+
+    if (i)
+        return atomic_load_explicit(&((struct tw_service *)s)->cbs[i],
+                                    memory_order_relaxed);
+    return tw__tail(h)->cb;
 }
 
+/* The argument: kept in the core's timer, whose own field it is not, as
+ * the wheel calls its expiry function (tw__worker_expire) instead. */
 static inline void *tw__arg(const struct tw_handle *h)
 {
-    return h->timer.arg;
+    return h->user_arg;
 }
 
 static inline uint64_t tw__deadline(const struct tw_handle *h)
@@ -699,6 +725,28 @@ static inline void tw__worker_notify_reap(struct tw_service *s)
 static inline bool tw__stopping(const struct tw_service *s)
 {
     return atomic_load_explicit(&s->closed, memory_order_relaxed);
+}
+
+/* callbacks.c: the index of cb in s's table, inline when cb sits at its
+ * first slot (the common case); 0 if the table has no room for it. */
+#define TW__CB_PROBE 16 /* slots a callback may take, from its first */
+unsigned tw__cb_index_slow(struct tw_service *s, tw_service_callback *cb);
+
+static inline unsigned tw__cb_hash(tw_service_callback *cb)
+{
+    return (unsigned)(((uint64_t)(uintptr_t)cb *
+                       UINT64_C(0x9e3779b97f4a7c15)) >>
+                      (64 - TW__CB_BITS));
+}
+
+static inline unsigned tw__cb_index(struct tw_service *s,
+                                    tw_service_callback *cb)
+{
+    unsigned i = tw__cb_hash(cb);
+
+    if (i && atomic_load_explicit(&s->cbs[i], memory_order_acquire) == cb)
+        return i;
+    return tw__cb_index_slow(s, cb);
 }
 
 /* executor.c */

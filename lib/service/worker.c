@@ -257,7 +257,7 @@ void tw__worker_run(struct tw_service *s, struct tw_handle *h)
 
     tw__count(s, st, &st->runs);
     tw__running = h;
-    tw__cb(h)(h, tw__arg(h));
+    tw__cb(s, h)(h, tw__arg(h));
     tw__running = was;
     finish(s, h);
 }
