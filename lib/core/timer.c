@@ -102,7 +102,7 @@ __attribute__((noinline)) static int rearm_slow(struct tw_wheel *w,
 {
     int was_pending = t->link.next != NULL;
 
-    if (!t->cb && !w->expire)
+    if (!w->expire && !t->cb)
         return -EINVAL;
     if (w->busy & TW__VISITING)
         return -EBUSY;
@@ -139,9 +139,9 @@ TW_PUBLIC int tw_schedule(struct tw_wheel *w, struct tw_timer *t,
 {
     struct tw_link *head;
 
-    /* The callback is tested first: it is there in the common case, and
-     * the wheel's expiry function is read only when it is not. */
-    if (!w || !t || (!t->cb && !w->expire))
+    /* The expiry function is tested first: with one, the timer's cb is the
+     * embedder's (tw_set_expiry()), which may be writing it now. */
+    if (!w || !t || (!w->expire && !t->cb))
         return -EINVAL;
     if (t->link.next)
         return -EBUSY;
