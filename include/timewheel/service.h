@@ -35,7 +35,7 @@ extern "C" {
 #define TW_SERVICE_CLOCK_AHEAD_NS UINT64_C(5000)
 struct tw_service; /* opaque */
 /* Opaque, reference-counted; one allocation per scheduled timer and its
- * whole memory while pending: 64 bytes on 64-bit targets, 80 for a
+ * whole memory while pending: 48 bytes on 64-bit targets, 80 for a
  * periodic timer or one with a release hook (jemalloc size classes). */
 struct tw_handle;
 
@@ -228,7 +228,10 @@ TW_PUBLIC uint64_t tw_service_now(const struct tw_service *s);
  * call (a run in progress, if any, finishes: tw_handle_cancel_wait() waits
  * for it), 0 if it had already run, is running its last run (a one-shot
  * not re-armed), was cancelled or handed back. Safe twice, and after the
- * service is destroyed. NULL: -EINVAL.
+ * service is destroyed. NULL: -EINVAL. The service lets go of a timer
+ * cancelled while waiting (its release hook runs) within 100 ms, or, if no
+ * memory could be had for the message that tells its worker, at its
+ * deadline or at stop.
  */
 TW_PUBLIC int tw_handle_cancel(struct tw_handle *h);
 
@@ -257,8 +260,12 @@ TW_PUBLIC int tw_handle_cancel_wait(struct tw_handle *h);
 
 /*
  * Move h to fire delay ns from now (saturating; now as for
- * tw_service_schedule()), from any thread, its own
- * callback included, with no allocation (O(1) at the worker). Returns:
+ * tw_service_schedule()), from any thread, its own callback included,
+ * O(1) at the worker. Allocates nothing, except that a move to an earlier
+ * deadline sends the worker a message, which may need memory: a new block
+ * of the thread's ring once per 511 messages, or a 16-byte node on a
+ * thread without a ring (beyond 64 threads, or without membarrier).
+ * Returns:
  *  1  re-armed: the next run of the callback starts at the new deadline,
  *     never before, unless h is cancelled, re-armed again or handed back
  *     by stop (which then reports the new deadline). If the callback is
@@ -270,6 +277,9 @@ TW_PUBLIC int tw_handle_cancel_wait(struct tw_handle *h);
  *     callback has run or whose last run is finishing after a cancel),
  *     cancelled or handed back.
  *  -EINVAL  NULL h.
+ *  -ENOMEM  a move to an earlier deadline of a waiting timer found no
+ *     memory for its message: nothing changed, the timer fires at its old
+ *     deadline (a later deadline never needs memory).
  * Racing a cancel, exactly one wins: either the re-arm returns 1 and the
  * cancel then cancels the re-armed timer (returning 1), or the cancel came
  * first and the re-arm returns 0. Racing stop, a re-armed timer is handed

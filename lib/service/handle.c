@@ -15,10 +15,20 @@
  * deadline fails its claim and reads again.
  *
  * Winning from PENDING means the timer may be sitting in the wheel, where
- * only the worker may unlink it. The canceller sends a message through the
- * cancel queue, asks the worker to reap it within TW__REAP_NS, and only then
- * stores CANCELLED. A re-arm to an earlier deadline sends the same kind of
- * message and wakes the worker if it would sleep past the new deadline.
+ * only the worker may unlink it. The canceller sends a message through its
+ * message ring or the cancel queue, asks the worker to reap it within
+ * TW__REAP_NS, and only then stores CANCELLED. A re-arm to an earlier
+ * deadline sends the same kind of message and wakes the worker if it would
+ * sleep past the new deadline.
+ *
+ * The means to send are found only once the move is held (CANCELLING,
+ * LOCKED), as the service may be gone before: a free slot in the ring's
+ * block, else a new block, else a node for the cancel queue. Should all of
+ * them fail (out of memory), nothing already done is undone: the cancel
+ * has won and stays won without a message, clearing TW__CQ in its store of
+ * CANCELLED (service.h says who lets go of the handle then); the re-arm has
+ * written nothing yet, and puts the word back as it found it, -ENOMEM.
+ *
  * Those are the only times a caller touches the service, and the service
  * waits out CANCELLING and LOCKED before it lets go of a handle, so a
  * service that has been stopped can be freed while its old handles are
@@ -83,7 +93,6 @@ struct tw_handle *tw__handle_new(struct tw_service *s,
         return NULL;
     tw_timer_init(&h->timer, NULL, spec->arg);
     h->qnode.next = NULL;
-    h->cnode.next = NULL;
     atomic_init(&h->deadline, spec->deadline);
     atomic_init(&h->word, TW__PENDING);
     return h;
@@ -220,36 +229,61 @@ uint64_t tw__handle_next_deadline(const struct tw_service *s,
     return tw__add_sat(last, mul_sat((now - last) / period + 1, period));
 }
 
+/* h's message onto the cancel queue, in a node of its own (the worker
+ * frees it); false, with nothing sent, if the node cannot be allocated.
+ * Out of line: only threads without a ring slot come here. */
+static __attribute__((noinline)) bool queue_message(struct tw_service *s,
+                                                    struct tw_handle *h)
+{
+    struct tw__qmsg *m = tw_alloc(sizeof(*m));
+
+    if (!m)
+        return false;
+    m->h = h;
+    tw__mpsc_push(&s->cancelq, &m->node);
+    return true;
+}
+
 /* Send h's message through this thread's message ring, or the cancel
- * queue (ring.c says when). The caller holds h's word w (CANCELLING or
- * LOCKED) with TW__CQ set, and sends only if w had it clear: one message
- * carries every cancel and re-arm made before the worker takes it (the
- * worker reads the state and deadline only then). TW__CQ keeps h alive
- * meanwhile; the message takes no reference (service.h). The caller looks
- * at the worker's sleep next: a ring push is a plain store, kept before
- * that look by the compiler barrier here and, in the processor, by the
- * worker's membarrier (worker.c); a queue push is a full barrier. */
-static void send_message(struct tw_service *s, struct tw_handle *h)
+ * queue (ring.c says when); false, with nothing sent, only if neither a
+ * ring slot nor a queue node could be allocated. The caller holds h's word
+ * (CANCELLING or LOCKED) and sends only if the word had TW__CQ clear: one
+ * message carries every cancel and re-arm made before the worker takes it
+ * (the worker reads the state and deadline only then). TW__CQ keeps h
+ * alive meanwhile; the message takes no reference (service.h). The caller
+ * looks at the worker's sleep next: a ring push is a plain store, kept
+ * before that look by the compiler barrier here and, in the processor, by
+ * the worker's membarrier (worker.c); a queue push is a full barrier. A
+ * ring push fails only when its block is full and no new block can be had
+ * (ring.h): with a free slot this costs what it did when the queue's node
+ * was in the handle, and the caller's test of the answer. */
+static bool send_message(struct tw_service *s, struct tw_handle *h)
 {
     struct tw__rings *r = tw__rings_mine(s);
 
-    if (r && tw__ring_push(&r->msgs, h))
+    if (r && tw__ring_push(&r->msgs, h)) {
         atomic_signal_fence(memory_order_seq_cst);
-    else
-        tw__mpsc_push(&s->cancelq, &h->cnode);
+        return true;
+    }
+    return queue_message(s, h);
 }
 
 /* The canceller's side of PENDING -> CANCELLING -> CANCELLED, holding
- * CANCELLING from w (TW__CQ set by the move). A message already queued (a
- * re-arm's) carries the cancel too, and its sender has woken the worker if
- * need be. */
+ * CANCELLING from w, the word before the move (which set TW__CQ). A
+ * message already queued (a re-arm's) carries the cancel too, and its
+ * sender has woken the worker if need be. If none can be sent, the cancel
+ * stands without one: TW__CQ goes back to clear, and whoever holds h lets
+ * go of it when it next meets it (service.h). */
 static void cancel_pending(struct tw_handle *h, uint32_t w)
 {
     struct tw_service *s = tw__svc(h);
 
     tw__gate_count_cancel(s);
     if (!(w & TW__CQ)) {
-        send_message(s, h);
+        if (__builtin_expect(!send_message(s, h), 0)) {
+            tw__handle_put(h, w, TW__CANCELLED, false); /* TW__CQ clear */
+            return;
+        }
         tw__worker_notify_reap(s);
     }
     tw__handle_put(h, w | TW__CQ, TW__CANCELLED, false);
@@ -392,26 +426,30 @@ TW_PUBLIC int tw_handle_cancel_wait(struct tw_handle *h)
     }
 }
 
-/* Under LOCKED (word w): a re-arm to an earlier deadline of a timer that
+/* Under LOCKED (word *w): a re-arm to an earlier deadline of a timer that
  * may be in the wheel tells the worker, which moves it; a later one needs
- * nothing (the worker puts it back when the old deadline comes). Returns
- * the flag to keep in the word. */
-static uint32_t rearm_earlier(struct tw_handle *h, uint32_t w,
-                              uint64_t deadline)
+ * nothing (the worker puts it back when the old deadline comes). Sets
+ * TW__CQ in *w; -ENOMEM, with no message sent, if none could be. */
+static int rearm_earlier(struct tw_handle *h, uint32_t *w, uint64_t deadline)
 {
     struct tw_service *s = tw__svc(h);
 
     /* Written only when not already set: a stream of re-arms does not
-     * bounce the line with the worker. */
+     * bounce the line with the worker. Before the push, whose barrier (the
+     * queue's) or the worker's membarrier (a ring's) then orders it before
+     * the look at sleep_until; set in vain if the send fails, it costs the
+     * worker one wake-up on the next tick boundary. */
     if (!atomic_load_explicit(&s->hinted, memory_order_relaxed))
         atomic_store_explicit(&s->hinted, true, memory_order_relaxed);
-    if (!(w & TW__CQ)) {
-        send_message(s, h);
+    if (!(*w & TW__CQ)) {
+        if (!send_message(s, h))
+            return -ENOMEM;
         tw__worker_notify_pushed(s, deadline); /* see send_message */
     } else {
         tw__worker_notify(s, deadline);
     }
-    return TW__CQ;
+    *w |= TW__CQ;
+    return 0;
 }
 
 TW_PUBLIC int tw_handle_rearm_at(struct tw_handle *h, uint64_t deadline)
@@ -429,9 +467,13 @@ TW_PUBLIC int tw_handle_rearm_at(struct tw_handle *h, uint64_t deadline)
         if (!tw__handle_cas(h, &w, TW__LOCKED, false))
             continue;
         old = tw__deadline(h);
+        if (st == TW__PENDING && deadline < old &&
+            rearm_earlier(h, &w, deadline)) {
+            /* No message could be sent: as we found it, generation too. */
+            tw__handle_put(h, w, st, false);
+            return -ENOMEM;
+        }
         atomic_store_explicit(&h->deadline, deadline, memory_order_relaxed);
-        if (st == TW__PENDING && deadline < old)
-            w |= rearm_earlier(h, w, deadline);
         tw__handle_put(h, w,
                        st == TW__RUNNING || st == TW__RUN_AGAIN ? TW__RUN_AGAIN
                                                                 : TW__PENDING,

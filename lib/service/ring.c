@@ -22,7 +22,14 @@
  *    service), or the ring needed a new block and it could not be.
  * Hence the two routes a handle can take to the worker; the worker drains
  * the rings first, then the queue. Handles of one thread are admitted in
- * the order they were pushed unless an allocation failed in between.
+ * the order they were pushed unless an allocation failed in between. A new
+ * handle goes onto newq through the node in its own timer's deadline field
+ * (service.h); a message has no node in the handle, so it goes onto
+ * cancelq in one of its own, a 16-byte struct tw__qmsg the sender
+ * allocates and the worker frees. Should that allocation fail too, a
+ * cancel stands without a message and a re-arm to an earlier deadline is
+ * refused with -ENOMEM (handle.c); a ring push never allocates when its
+ * block has a free slot.
  *
  * Why blocks, not a fixed ring with the queue behind it: the worker wakes
  * on tick boundaries, not at every push (worker.c, "Sleeping"), so a ring

@@ -27,12 +27,14 @@
  * cancelled or re-armed ones, into rings of their own (ring.c: one pair
  * per stripe a thread owns, made at its first push, a plain store per
  * push), or, where they have none, onto the queues `newq` and `cancelq`
- * (an exchange per push). The worker thread alone touches the core wheel:
- * it drains every ring and both queues, moves new handles into the wheel,
- * unlinks cancelled ones, advances to CLOCK_MONOTONIC and runs callbacks
- * or hands them to the executor. tw_service_stop() takes over the worker's
- * structures, rings included, once it has joined the worker and the
- * executor.
+ * (an exchange per push; a message goes onto cancelq in a node of its
+ * own, struct tw__qmsg, allocated by the sender and freed by the worker,
+ * so the handle carries no node for it). The worker thread alone touches
+ * the core wheel: it drains every ring and both queues, moves new handles
+ * into the wheel, unlinks cancelled ones, advances to CLOCK_MONOTONIC and
+ * runs callbacks or hands them to the executor. tw_service_stop() takes
+ * over the worker's structures, rings included, once it has joined the
+ * worker and the executor.
  *
  * A handle's state word (32 bits: the state in the low 4, TW__WAITERS,
  * TW__CQ, TW__ORPHAN, a generation above, bumped by every re-arm) changes only by
@@ -81,6 +83,17 @@
  * fires the timer at the old one, the worker sees the new one and puts it
  * back (lazy, as most re-arms push a deadline back). A re-arm to an earlier
  * deadline sends a message so the worker moves it in the wheel (O(1)).
+ *
+ * A message that cannot be sent (the ring's block is full and no new one
+ * can be had, or there is no ring, and no node for cancelq can be
+ * allocated) changes no custody. A cancel still wins, with TW__CQ left
+ * clear: the handle stays where it is (the wheel, most likely) until its
+ * holder meets it, at its deadline, its admission or stop, and lets go of
+ * it as cancelled, as it does any cancelled handle it holds; the count and
+ * the pending slot were settled when the cancel won, only the memory waits.
+ * A re-arm to an earlier deadline instead gives up with -ENOMEM and
+ * changes nothing (it holds LOCKED until then), so a re-arm that returned
+ * 1 is never followed by a run at the old, later deadline.
  *
  * References: one for the caller (until tw_handle_release()) and one for
  * the service from schedule until the service lets go of the handle (and
@@ -132,9 +145,11 @@ enum tw__hstate {
  * that the runner's compare-and-swap itself tells it whether to wake. */
 #define TW__WAITERS 0x10u
 /* A message about the handle is on its way (in a message ring or cancelq):
- * set by the same move that decides to send it (a cancel's
- * compare-and-swap, a re-arm's store), so a
- * canceller spends no read-modify-write on it; cleared by the worker's
+ * set by the move that decides to send it (a cancel's compare-and-swap,
+ * a re-arm's store), so a canceller spends no read-modify-write on it; a
+ * cancel that then finds no way to send (no ring slot, and no node for
+ * cancelq: out of memory) clears it again in its store of CANCELLED, which
+ * no one can see before (handle.c). Cleared by the worker's
  * compare-and-swap when it takes the message. */
 #define TW__CQ 0x20u
 /* The service let go of the handle while TW__CQ was set: the worker drops
@@ -183,8 +198,9 @@ struct tw_service;
  * wheel or in one of those, never both (custody, above: only the worker,
  * or stop once it has joined the worker, moves it between them, and the
  * wheel gives it back only through the expiry function or tw_drain(), not
- * pending by then). The message node, cnode, has a field of its own: a
- * message may be queued while the handle is in the wheel.
+ * pending by then). A message about the handle, which may be queued
+ * while the handle is in the wheel, needs no field in it: a ring slot
+ * holds a pointer to it, and on cancelq a struct tw__qmsg does.
  *
  * The wheel's deadline (when the worker will next look at the timer) and
  * the requested one (when it should run) are two fields because the lazy
@@ -215,9 +231,8 @@ struct tw_handle {
             void *user_arg; /* timer.arg: never used by name */
         };
     };
-    struct cds_wfcq_node cnode; /* in cancelq (a message) */
-    _Atomic uint32_t word;      /* enum tw__hstate | TW__* flags | gen */
-    _Atomic uint32_t refs;      /* count | TW__HF_* | callback | slot */
+    _Atomic uint32_t word; /* enum tw__hstate | TW__* flags | gen */
+    _Atomic uint32_t refs; /* count | TW__HF_* | callback | slot */
 };
 
 /* The links lie exactly over the timer's deadline, the requested deadline
@@ -254,7 +269,7 @@ struct tw__handle_long {
 /* Both are jemalloc size classes: the whole cost of a pending timer.
  * service_alloc/handles_fit_their_size_classes checks the sizes the service
  * allocates. */
-_Static_assert(sizeof(struct tw_handle) <= 56, "a handle must fit 56 B");
+_Static_assert(sizeof(struct tw_handle) <= 48, "a handle must fit 48 B");
 _Static_assert(sizeof(struct tw__handle_long) <= 80,
                "a handle with its tail must fit 80 B");
 #endif
@@ -323,6 +338,14 @@ struct tw__stripe {
     atomic_int_fast64_t credit; /* pending slots taken from `avail`, unused */
 };
 
+/* A message on cancelq: the handle it is about, in a node of its own,
+ * allocated by the sender (tw_alloc) and freed by the worker that takes it
+ * (or stop). Like a ring slot, it holds no reference (see the top). */
+struct tw__qmsg {
+    struct cds_wfcq_node node;
+    struct tw_handle *h;
+};
+
 /* A stripe's rings (ring.c): new handles, and messages. */
 struct tw__rings {
     struct tw__ring fresh; /* custody, as in newq */
@@ -367,7 +390,7 @@ struct tw_service {
     atomic_bool reap_wake;
     atomic_bool hinted; /* a re-arm to an earlier deadline sent a message */
     struct tw__mpsc newq;
-    struct tw__mpsc cancelq;
+    struct tw__mpsc cancelq; /* struct tw__qmsg nodes */
     struct tw__stripe stripes[TW__STRIPES + 1]; /* the last: shared */
     /* Each owned stripe's rings (ring.c), made by its owner at its first
      * push; bit i of `ringed` says rings[i] holds some. Written once per

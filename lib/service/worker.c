@@ -11,9 +11,11 @@
  *      share from each producer's ring, then the new queue (those cancelled
  *      on the way are dropped instead);
  *   3. advance the wheel to CLOCK_MONOTONIC. A due timer re-armed to a
- *      later deadline goes back into the wheel; the others are claimed by
- *      PENDING -> RUNNING and run here, or PENDING -> DISPATCHED and handed
- *      to the executor in one batch after the advance;
+ *      later deadline goes back into the wheel; one whose cancel could
+ *      send no message (out of memory: handle.c) is let go of; the others
+ *      are claimed by PENDING -> RUNNING and run here, or PENDING ->
+ *      DISPATCHED and handed to the executor in one batch after the
+ *      advance;
  *   4. sleep until the next piece of work.
  *
  * Sleeping. Hierarchical mode sleeps until tw_next_deadline(), or forever
@@ -64,9 +66,15 @@ static struct tw_handle *of_qnode(struct cds_wfcq_node *n)
     return TW_CONTAINER_OF(n, struct tw_handle, qnode);
 }
 
-static struct tw_handle *of_cnode(struct cds_wfcq_node *n)
+/* The handle a message on the cancel queue is about; the message's node,
+ * which the sender allocated, is freed. */
+static struct tw_handle *of_qmsg(struct cds_wfcq_node *n)
 {
-    return TW_CONTAINER_OF(n, struct tw_handle, cnode);
+    struct tw__qmsg *m = TW_CONTAINER_OF(n, struct tw__qmsg, node);
+    struct tw_handle *h = m->h;
+
+    tw_free(m, sizeof(*m));
+    return h;
 }
 
 void tw__worker_kick(struct tw_service *s)
@@ -160,7 +168,7 @@ void tw__worker_reap(struct tw_service *s, bool wait)
     while ((n = wait ? tw__mpsc_pop_wait(&s->cancelq)
                      : tw__mpsc_pop(&s->cancelq)) &&
            n != TW__MPSC_BUSY) {
-        take_message(s, of_cnode(n));
+        take_message(s, of_qmsg(n));
         any = true;
     }
     s->reaped = any;
@@ -276,7 +284,7 @@ void tw__worker_expire(struct tw_timer *t, void *ctx)
         uint32_t w = tw__handle_settle(h);
         uint64_t due = tw__deadline(h);
 
-        if (tw__st(w) != TW__PENDING) { /* cancelled */
+        if (tw__st(w) != TW__PENDING) { /* cancelled, message or not */
             tw__handle_drop(s, h, TW__OUT_CANCELLED);
             return;
         }

@@ -236,7 +236,7 @@ Test(service_alloc, schedule_fails_cleanly_hashed_on_pool, .init = counted)
 }
 
 /* The bounds of docs/service.md ("Handle lifetime and cancel"). */
-#define HANDLE_BYTES 56
+#define HANDLE_BYTES 48
 #define TAIL_BYTES 80
 
 /* Schedule spec an hour out and return the size of the one block that
