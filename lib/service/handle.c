@@ -116,11 +116,6 @@ void tw__handle_unref(struct tw_handle *h)
     }
 }
 
-static uint32_t with(uint32_t w, int to, bool bump)
-{
-    return ((w & ~TW__ST_MASK) + (bump ? TW__GEN_ONE : 0)) | (uint32_t)to;
-}
-
 /* Move h from the word *w to state `to` (bumping the generation if bump),
  * keeping the flags (TW__WAITERS, TW__CQ, TW__ORPHAN); on failure *w is the word found. */
 bool tw__handle_cas(struct tw_handle *h, uint32_t *w, int to, bool bump)
@@ -129,21 +124,10 @@ bool tw__handle_cas(struct tw_handle *h, uint32_t *w, int to, bool bump)
 
     tw__hb_release(h);
     won = atomic_compare_exchange_strong_explicit(
-        &h->word, w, with(*w, to, bump), memory_order_seq_cst,
+        &h->word, w, tw__with(*w, to, bump), memory_order_seq_cst,
         memory_order_acquire);
     tw__hb_acquire(h);
     return won;
-}
-
-/* Store state `to` into h, whose word w (LOCKED or CANCELLING) we hold:
- * no one else writes the word meanwhile. A release store (a plain one on
- * x86): those who wait it out (tw__handle_settle) acquire, and
- * cancel-and-wait's sleep hand-shake is with the compare-and-swaps of the
- * moves out of a running state, never with this store. */
-void tw__handle_put(struct tw_handle *h, uint32_t w, int to, bool bump)
-{
-    tw__hb_release(h);
-    atomic_store_explicit(&h->word, with(w, to, bump), memory_order_release);
 }
 
 /* Wait out a canceller or re-armer holding CANCELLING or LOCKED (a few
@@ -257,7 +241,8 @@ static __attribute__((noinline)) bool queue_message(struct tw_service *s,
  * ring push fails only when its block is full and no new block can be had
  * (ring.h): with a free slot this costs what it did when the queue's node
  * was in the handle, and the caller's test of the answer. */
-static bool send_message(struct tw_service *s, struct tw_handle *h)
+static inline __attribute__((always_inline)) bool
+send_message(struct tw_service *s, struct tw_handle *h)
 {
     struct tw__rings *r = tw__rings_mine(s);
 

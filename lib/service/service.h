@@ -472,12 +472,29 @@ void tw__handle_unref(struct tw_handle *h);
 void tw__handle_let_go(struct tw_handle *h);
 uint32_t tw__handle_settle(struct tw_handle *h);
 bool tw__handle_cas(struct tw_handle *h, uint32_t *w, int to, bool bump);
-void tw__handle_put(struct tw_handle *h, uint32_t w, int to, bool bump);
 void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
                      enum tw__outcome why);
 uint64_t tw__handle_next_deadline(const struct tw_service *s,
                                   struct tw_handle *h, uint64_t now);
 void tw__handle_wake(struct tw_handle *h, uint32_t w);
+
+/* The word w moved to state `to`, the generation bumped if bump, the flags
+ * (TW__WAITERS, TW__CQ, TW__ORPHAN) kept. */
+static inline uint32_t tw__with(uint32_t w, int to, bool bump)
+{
+    return ((w & ~TW__ST_MASK) + (bump ? TW__GEN_ONE : 0)) | (uint32_t)to;
+}
+
+/* Store state `to` into h, whose word w (LOCKED or CANCELLING) we hold:
+ * no one else writes the word meanwhile. A release store (a plain one on
+ * x86): those who wait it out (tw__handle_settle) acquire, and
+ * cancel-and-wait's sleep hand-shake is with the compare-and-swaps of the
+ * moves out of a running state, never with this store. */
+static inline void tw__handle_put(struct tw_handle *h, uint32_t w, int to, bool bump)
+{
+    tw__hb_release(h);
+    atomic_store_explicit(&h->word, tw__with(w, to, bump), memory_order_release);
+}
 
 /* wait.c */
 void tw__futex_wait(_Atomic uint32_t *word, uint32_t val);
