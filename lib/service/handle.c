@@ -104,16 +104,26 @@ void tw__handle_ref_unpublished(struct tw_handle *h)
     atomic_store_explicit(&h->refs, tw__fixed(h) + 1, memory_order_relaxed);
 }
 
-/* The release half makes this thread's writes to h visible to whoever frees
- * it; the acquire half makes the freeing thread see everyone's. */
+/* Drop a reference the caller holds. No one ever adds a reference to a
+ * published handle (there is no retain: the count only falls), so a count
+ * of one, read with acquire, is the caller's own, the last: it frees h
+ * with no read-modify-write, and the acquire orders the free after the
+ * other holders' release decrements. Otherwise the release half of the
+ * subtraction makes this thread's writes to h visible to whoever frees it,
+ * and its acquire half makes the freeing thread see everyone's. The worker
+ * drops the service's reference after a cancel_release or a fire-and-forget
+ * timer this way: one locked instruction fewer per timer. */
 void tw__handle_unref(struct tw_handle *h)
 {
-    tw__hb_release(h);
-    if ((atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) &
-         TW__REF_MASK) == 1) {
-        tw__hb_acquire(h);
-        tw_free(h, tw__handle_size(h));
+    if ((atomic_load_explicit(&h->refs, memory_order_acquire) &
+         TW__REF_MASK) != 1) {
+        tw__hb_release(h);
+        if ((atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) &
+             TW__REF_MASK) != 1)
+            return;
     }
+    tw__hb_acquire(h);
+    tw_free(h, tw__handle_size(h));
 }
 
 /* Move h from the word *w to state `to` (bumping the generation if bump),
