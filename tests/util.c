@@ -43,6 +43,16 @@ void wait_for(atomic_int *n, int want, const char *what)
     }
 }
 
+void hold_cb(struct tw_handle *h, void *arg)
+{
+    struct hold *hd = arg;
+
+    (void)h;
+    atomic_store(&hd->in, 1);
+    while (!atomic_load(&hd->go))
+        sleep_ns(MS);
+}
+
 struct tw_wheel *wheel_new_at(enum tw_mode mode, uint64_t start)
 {
     struct tw_config cfg;

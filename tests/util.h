@@ -103,6 +103,13 @@ void count_release(void *arg);
  * delay, so that only something that never happens fails). */
 void wait_for(atomic_int *n, int want, const char *what);
 
+/* A callback that holds its thread (the worker, or an executor) until told:
+ * it sets `in` on entry, then sleeps a millisecond at a time until `go`. */
+struct hold {
+    atomic_int in, go;
+};
+void hold_cb(struct tw_handle *h, void *arg);
+
 /* Cap this process's address space at what it maps now plus room, so that
  * a large allocation (or a thread's stack) fails for real. Criterion runs
  * each test in a process of its own, so the cap ends with the test. Skips

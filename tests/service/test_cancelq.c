@@ -284,20 +284,6 @@ Test(service_cancelq, rearm_earlier_without_a_node_changes_nothing,
 
 /* ---- a full ring block and no new one ------------------------------------ */
 
-struct hold {
-    atomic_int in, go;
-};
-
-static void hold_cb(struct tw_handle *h, void *arg)
-{
-    struct hold *hd = arg;
-
-    (void)h;
-    atomic_store(&hd->in, 1);
-    while (!atomic_load(&hd->go))
-        sleep_ns(MS);
-}
-
 /*
  * With the worker held in a callback, the thread's cancels fill its message
  * ring's first block; the next needs a block, whose allocation fails: its

@@ -95,20 +95,6 @@ static unsigned long schedule_failing(struct tw_service *s, int i,
  * allocation fails: that timer goes through the queue. The ring grows at
  * the push after. Every timer runs once and every block comes back.
  */
-struct hold {
-    atomic_int in, go;
-};
-
-static void hold_cb(struct tw_handle *h, void *arg)
-{
-    struct hold *hd = arg;
-
-    (void)h;
-    atomic_store(&hd->in, 1);
-    while (!atomic_load(&hd->go))
-        sleep_ns(MS);
-}
-
 Test(service_ring, block_allocation_fails_timer_goes_through_queue,
      .init = counted)
 {
