@@ -3,7 +3,8 @@
  * (built without TSan, ALLOC=libc): the argument is written before the
  * schedule and read in the callback; what the callback wrote is read after
  * a query says DONE; a periodic timer's argument is written after
- * tw_handle_cancel_wait(); a release hook frees its argument. Run by hand
+ * tw_handle_cancel_wait(); a release hook frees its argument, also after
+ * tw_handle_cancel_release() (the hooked path of that call). Run by hand
  * (docs/service.md, "ThreadSanitizer for users"); TSan exits with 66 if it
  * reports anything.
  */
@@ -57,6 +58,13 @@ int main(void)
         j->in = i;
         sp.arg = j;
         tw_service_submit(s, &sp, NULL);
+        /* cancel and forget: the hook frees what was written before */
+        sp.deadline = tw_service_now(s) + (i % 2 ? 0 : 1000000000);
+        j = malloc(sizeof *j);
+        j->in = i;
+        sp.arg = j;
+        tw_service_submit(s, &sp, &h);
+        tw_handle_cancel_release(h);
     }
     tw_service_destroy(s);
     puts("ok");
