@@ -36,7 +36,11 @@ extern "C" {
 struct tw_service; /* opaque */
 /* Opaque, reference-counted; one allocation per scheduled timer and its
  * whole memory while pending: 48 bytes on 64-bit targets, 80 for a
- * periodic timer or one with a release hook (jemalloc size classes). */
+ * periodic timer or one with a release hook (jemalloc size classes). The
+ * 48 hold no callback pointer: the service keeps a table of the callbacks
+ * it is given (1,023 slots) and the handle an index; a callback the table
+ * has no room for (hundreds of distinct callbacks in one service) makes
+ * that timer's handle 80 bytes, nothing else. */
 struct tw_handle;
 
 /* A service callback. h stays valid for the whole call (the service holds a
