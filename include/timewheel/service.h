@@ -40,7 +40,8 @@ struct tw_service; /* opaque */
  * 48 hold no callback pointer: the service keeps a table of the callbacks
  * it is given (1,023 slots) and the handle an index; a callback the table
  * has no room for (hundreds of distinct callbacks in one service) makes
- * that timer's handle 80 bytes, nothing else. */
+ * that timer's handle 80 bytes and its schedule a look through up to 16
+ * slots of the table. */
 struct tw_handle;
 
 /* A service callback. h stays valid for the whole call (the service holds a
@@ -266,9 +267,11 @@ TW_PUBLIC int tw_handle_cancel_wait(struct tw_handle *h);
  * Move h to fire delay ns from now (saturating; now as for
  * tw_service_schedule()), from any thread, its own callback included,
  * O(1) at the worker. Allocates nothing, except that a move to an earlier
- * deadline sends the worker a message, which may need memory: a new block
- * of the thread's ring once per 511 messages, or a 16-byte node on a
- * thread without a ring (beyond 64 threads, or without membarrier).
+ * deadline sends the worker a message, which may need memory: the
+ * thread's rings in this service and their first block at its first
+ * message, a new block once per 511 messages, or a 16-byte node on a
+ * thread without a ring (beyond 64 threads, without membarrier, or whose
+ * rings could not be allocated).
  * Returns:
  *  1  re-armed: the next run of the callback starts at the new deadline,
  *     never before, unless h is cancelled, re-armed again or handed back

@@ -36,14 +36,18 @@ unsigned tw__cb_index_slow(struct tw_service *s, tw_service_callback *cb)
     unsigned i = tw__cb_hash(cb);
 
     for (unsigned k = 0; k < TW__CB_PROBE; k++, i = (i + 1) % TW__CB_SLOTS) {
-        tw_service_callback *seen = NULL;
+        tw_service_callback *seen;
 
         if (i == 0)
             continue;
-        if (atomic_compare_exchange_strong_explicit(
-                &s->cbs[i], &seen, cb, memory_order_acq_rel,
-                memory_order_acquire) ||
-            seen == cb)
+        /* A read first: a slot taken by another callback costs a load,
+         * not a locked instruction on a line every producer reads. */
+        seen = atomic_load_explicit(&s->cbs[i], memory_order_acquire);
+        if (!seen && atomic_compare_exchange_strong_explicit(
+                         &s->cbs[i], &seen, cb, memory_order_acq_rel,
+                         memory_order_acquire))
+            return i;
+        if (seen == cb)
             return i;
     }
     return 0;

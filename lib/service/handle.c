@@ -314,14 +314,13 @@ static void drop_caller_held(struct tw_handle *h)
 
 /* tw_handle_cancel(), and with `release` the caller's reference dropped as
  * well: inside the winning move, or after a losing one. */
-static int cancel(struct tw_handle *h, bool release)
+/* w: the word h is thought to hold. Callers first guess the commonest,
+ * PENDING with no flag and generation 0 (never re-armed): the swap then
+ * asks for the line to write at once, instead of a load asking to read it
+ * and the swap asking again. A wrong guess costs the failed swap, which
+ * reads the word. */
+static int cancel(struct tw_handle *h, bool release, uint32_t w)
 {
-    /* First guess the commonest word, PENDING with no flag and generation
-     * 0 (never re-armed): the swap then asks for the line to write at
-     * once, instead of a load asking to read it and the swap asking again.
-     * A wrong guess costs the failed swap and reads the word. */
-    uint32_t w = TW__PENDING;
-
     for (;;) {
         switch (tw__st(w)) {
         case TW__PENDING:
@@ -366,7 +365,7 @@ lost:
 
 TW_PUBLIC int tw_handle_cancel(struct tw_handle *h)
 {
-    return h ? cancel(h, false) : -EINVAL;
+    return h ? cancel(h, false, TW__PENDING) : -EINVAL;
 }
 
 /*
@@ -377,8 +376,8 @@ TW_PUBLIC int tw_handle_cancel(struct tw_handle *h)
  * moves are those of cancel(h, true) and cancel_pending(), with the
  * thread's stripe read once and none of the hooks' tests: about a third of
  * the instructions. Returns false, having changed nothing, when the swap
- * loses (*w then holds the word found) or before it when the thread has no
- * stripe of its own.
+ * loses (*w then holds the word found, for cancel() to start from) or
+ * before it when the thread has no stripe of its own.
  */
 static inline bool cancel_release_fast(struct tw_handle *h, uint32_t *w)
 {
@@ -418,7 +417,7 @@ TW_PUBLIC int tw_handle_cancel_release(struct tw_handle *h)
         return -EINVAL;
     if (!tw__hb_live() && cancel_release_fast(h, &w))
         return 1;
-    return cancel(h, true);
+    return cancel(h, true, w); /* the word the fast path's swap found */
 }
 
 static bool running(uint32_t w)

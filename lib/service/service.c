@@ -64,7 +64,7 @@ static int make_wheel(struct tw_service *s, const struct tw_service_config *c)
     wc.levels = c->levels;
     wc.start_ns = tw__svc_clock();
     s->wheel = tw_create(&wc, &rc);
-    if (!rc) /* due timers go to the worker, their cb is the user's */
+    if (!rc) /* due timers go to the worker; their cb field is ours */
         rc = tw_set_expiry(s->wheel, tw__worker_expire, s);
     s->mode = c->mode;
     s->tick_ns = wc.tick_ns;

@@ -196,7 +196,8 @@ struct tw_service;
  * executor's queue, in stop's lists) the timer's deadline field is ours,
  * and holds the link of whichever of those it is in. A handle is in the
  * wheel or in one of those, never both (custody, above: only the worker,
- * or stop once it has joined the worker, moves it between them, and the
+ * an executor thread handing a timer back to it, or stop once it has
+ * joined both, moves it between them, and the
  * wheel gives it back only through the expiry function or tw_drain(), not
  * pending by then). A message about the handle, which may be queued
  * while the handle is in the wheel, needs no field in it: a ring slot

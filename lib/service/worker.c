@@ -271,7 +271,7 @@ void tw__worker_run(struct tw_service *s, struct tw_handle *h)
 }
 
 /* The wheel's expiry function (ctx: the service), called for every due
- * timer instead of the timer's cb, which is the user's: h has left the
+ * timer instead of the timer's cb, a field of ours: h has left the
  * wheel, and until it goes back in, its timer's deadline field is ours
  * (service.h), read here before anything overwrites it. */
 void tw__worker_expire(struct tw_timer *t, void *ctx)
