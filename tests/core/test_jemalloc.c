@@ -86,19 +86,26 @@ static size_t arena_small_bytes(unsigned a)
     return bytes;
 }
 
-/* The library's arena: where a handle with a tail comes from. */
-static unsigned library_arena(void)
+/* The arena a fresh block of `size` bytes comes from (the thread's cache
+ * flushed first, so the block is not one it kept). */
+static unsigned arena_for(size_t size)
 {
     void *p;
     unsigned a;
 
     flush_cache();
-    p = tw_alloc(LONG_HANDLE);
+    p = tw_alloc(size);
     cr_assert_not_null(p);
     a = arena_of(p);
-    tw_free(p, LONG_HANDLE);
+    tw_free(p, size);
     flush_cache();
     return a;
+}
+
+/* The library's arena: where a handle with a tail comes from. */
+static unsigned library_arena(void)
+{
+    return arena_for(LONG_HANDLE);
 }
 
 /* The first block makes one arena, none of jemalloc's automatic ones; no
@@ -127,19 +134,13 @@ Test(alloc_jemalloc, each_size_class_takes_its_arena)
     cr_assert_geq(ours, auto_max, "an automatic arena: %u", ours);
     for (size_t size = 1; size <= ROUTED_MAX + 64; size += 7) {
         bool to_ours = size <= ROUTED_MAX && large_slab(size);
-        void *p;
-        unsigned a;
+        unsigned a = arena_for(size);
 
-        flush_cache();
-        p = tw_alloc(size);
-        cr_assert_not_null(p);
-        a = arena_of(p);
         if (to_ours)
             cr_assert_eq(a, ours, "%zu bytes from arena %u", size, a);
         else
             cr_assert_lt(a, auto_max, "%zu bytes from arena %u", size, a);
         routed += to_ours;
-        tw_free(p, size);
     }
     cr_assert_gt(routed, 0);
     cr_assert(large_slab(LONG_HANDLE) && !large_slab(HANDLE),
