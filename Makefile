@@ -12,6 +12,9 @@
 #   make install PREFIX=/usr/local    headers, libraries, pkg-config files
 #   make bench            the comparative benchmark (bench/README.md)
 #   make deps             install the Debian packages the build and tests need
+#   make format           clang-format every C file; make format-check: say
+#                         which differ and fail (CI)
+#   The fragments included at the end add more targets; their list is there.
 #
 # The layers are rooms of lib/ (lib/README.md), each built into a library of
 # its own so that a user links only what the layer needs:
@@ -66,7 +69,10 @@ DESC_service := a thread-safe timer service over timewheel
 DESC_loop := helpers to drive timewheel from an event loop
 DESC_purgatory := delayed operations watched by keys, over timewheel
 
-LIB_HDR := $(wildcard lib/*/*.h) include/timewheel.h $(wildcard include/timewheel/*.h)
+# Every object's header dependencies are derived by the compiler (-MMD -MP:
+# a .d file beside the object, and an empty rule per header so that a
+# deleted header does not stop the build); the .d files are read at the end.
+DEPFLAGS = -MMD -MP
 
 # $(call layer_rules,L): objects, static and shared library of layer L. A
 # layer's files see its own folder's private headers and the public ones.
@@ -85,9 +91,9 @@ $$(SO_$(1)): $$(OBJ_$(1)) $$(foreach n,$$(NEEDS_$(1)),$$(SO_$$(n)))
 endef
 $(foreach l,$(LAYERS),$(eval $(call layer_rules,$(l))))
 
-$(B)/lib/%.o: lib/%.c $(LIB_HDR)
+$(B)/lib/%.o: lib/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS_LIB) -I$(<D) $(CFLAGS_LIB) -c $< -o $@
+	$(CC) $(CPPFLAGS_LIB) -I$(<D) $(CFLAGS_LIB) $(DEPFLAGS) -c $< -o $@
 
 # Every layer's archive, top layer first (link order), and every outside
 # library they need: what a program linking the whole library statically
@@ -98,13 +104,16 @@ SHARED := $(foreach l,$(LAYERS),$(SO_$(l)))
 LDLIBS_LIB := $(sort $(foreach l,$(LAYERS),$(EXT_$(l))))
 
 # ---- tests -----------------------------------------------------------------
-# One Criterion binary; tests/<layer>/test_<concept>.c mirror the rooms.
+# One Criterion binary; tests/<layer>/test_<concept>.c mirror the rooms, and
+# each file's suites are named <layer>_<concept> (make check T='core_*/*').
 TEST_SRC := $(sort $(wildcard tests/*/test_*.c)) tests/model.c tests/util.c
+TEST_OBJ := $(patsubst tests/%.c,$(B)/tests/obj/%.o,$(TEST_SRC))
 TEST_BIN := $(B)/tests/twtest
 TEST_CFLAGS := $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Ilib/core -Itests \
                -D_POSIX_C_SOURCE=200809L $(ALLOCDEF)
 
-# Debian packages: the libraries' own, then what the tests need.
+# Debian packages: the libraries' own, then what the tests need. A target
+# that needs more sets DEPS_EXTRA for itself (make test: DEPS_EXAMPLES).
 DEPS_CORE := libjemalloc-dev liburcu-dev pkg-config libcriterion-dev
 DEPS_EXTRA ?=
 
@@ -112,18 +121,27 @@ DEPS_EXTRA ?=
 all: lib
 lib: $(STATIC) $(SHARED)
 
-$(TEST_BIN): $(TEST_SRC) $(wildcard tests/*.h) $(STATIC)
+$(B)/tests/obj/%.o: tests/%.c
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -o $@ $(TEST_SRC) $(STATIC) -lcriterion $(LDLIBS_LIB) -lm
+	$(CC) $(TEST_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-# The packaging tests (pkg-config build of an installed copy, the README
-# example) run first, so that Criterion's summary is the last thing printed.
+$(TEST_BIN): $(TEST_OBJ) $(STATIC)
+	$(CC) $(TEST_CFLAGS) -o $@ $(TEST_OBJ) $(STATIC) -lcriterion $(LDLIBS_LIB) -lm
+
+# make test, in four steps: the packaging tests (tests/install_test.sh: an
+# installed copy at two prefixes through pkg-config; tests/readme_test.sh:
+# the README's example), the examples over real event loops (examples-run,
+# docs/examples/examples.mk: libuv, libevent and epoll servers on 127.0.0.1,
+# hence DEPS_EXAMPLES), then the Criterion suite, whose summary is the last
+# thing printed.
+test: DEPS_EXTRA = $(DEPS_EXAMPLES)
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
 test-run: $(TEST_BIN)
 	sh tests/install_test.sh
 	sh tests/readme_test.sh
+	@$(MAKE) --no-print-directory examples-run
 	$(TEST_BIN) $(TEST_ARGS)
 
 # One suite or test by name, nothing else: make check T='hier/*'.
@@ -175,9 +193,58 @@ uninstall:
 clean:
 	rm -rf $(BUILD)
 
-# Later parts of the project add their own targets here.
--include bench/bench.mk
--include bench/service/service.mk
--include bench/netty/netty.mk
--include tests/extra.mk
--include docs/examples/examples.mk
+# ---- format ----------------------------------------------------------------
+# Every C file of the tree against .clang-format, with the clang-format of
+# Debian 12 (bookworm): another version formats some constructs differently,
+# so the version is pinned and checked.
+CLANG_FORMAT := clang-format-14
+DEPS_FORMAT := clang-format-14
+FORMAT_SRC = $(sort $(shell find lib include tests bench docs/examples \
+                 -name '*.[ch]' -type f))
+.PHONY: format format-check format-tool
+
+format-tool:
+	@$(MAKE) --no-print-directory deps DEPS_EXTRA="$(DEPS_FORMAT)"
+	@$(CLANG_FORMAT) --version | grep -q 'version 14\.' || \
+	    { echo "format: $(CLANG_FORMAT) is not version 14"; exit 1; }
+
+format: format-tool
+	$(CLANG_FORMAT) -i $(FORMAT_SRC)
+
+# Fails, naming the files, when any file differs from what `make format`
+# would write.
+format-check: format-tool
+	@bad=""; for f in $(FORMAT_SRC); do \
+	    $(CLANG_FORMAT) --dry-run --Werror "$$f" >/dev/null 2>&1 || bad="$$bad $$f"; \
+	done; \
+	if [ -n "$$bad" ]; then \
+	    echo "format-check: $$(echo $$bad | wc -w) files differ from" \
+	         "$(CLANG_FORMAT) (run make format):"; \
+	    for f in $$bad; do echo "  $$f"; done; exit 1; \
+	fi; \
+	echo "format-check: $(words $(FORMAT_SRC)) files match .clang-format"
+
+# ---- the fragments ---------------------------------------------------------
+# Each fragment adds targets of its own and variables they use; none changes
+# how the libraries are built. All of them are always read.
+#   bench/bench.mk             make bench, bench-full, bench-smoke (CI),
+#                              bench-docs: the comparative benchmark, twbench
+#   bench/service/service.mk   make svcbench, bench-service: the service's
+#                              benchmark, which make bench runs first
+#   bench/netty/netty.mk       make bench-netty: Netty's HashedWheelTimer
+#                              beside the service (a JDK, not in CI)
+#   tests/extra.mk             make fuzz, fuzz-merge, coverage, memcheck (CI),
+#                              soak, purgatory-race
+#   docs/examples/examples.mk  make examples, examples-run: the examples over
+#                              libuv, libevent and epoll, a step of make test
+include bench/bench.mk
+include bench/service/service.mk
+include bench/netty/netty.mk
+include tests/extra.mk
+include docs/examples/examples.mk
+
+# The header dependencies written by -MMD, of the objects above and of the
+# fragments' (each adds its own to DEP_FILES); absent before the first
+# build, hence -include.
+DEP_FILES += $(foreach l,$(LAYERS),$(OBJ_$(l):.o=.d)) $(TEST_OBJ:.o=.d)
+-include $(DEP_FILES)

@@ -27,6 +27,8 @@ FUZZ_BIN := $(FUZZ_DIR)/fuzz_wheel
 # The core only: the service needs threads and a clock, and has the soak.
 FUZZ_LIB := $(SRC_core)
 FUZZ_SRC := $(FUZZ_LIB) tests/model.c tests/fuzz/driver.c tests/fuzz/fuzz_wheel.c
+FUZZ_OBJ := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(FUZZ_SRC))
+DEP_FILES += $(FUZZ_OBJ:.o=.d)
 # The system allocator, so that AddressSanitizer sees every block the wheel
 # allocates (it cannot see inside jemalloc's mallocx).
 FUZZ_CFLAGS := $(WARN) -O2 -g -fsanitize=fuzzer,address,undefined \
@@ -39,10 +41,13 @@ fuzz:
 	@$(MAKE) --no-print-directory deps DEPS_EXTRA="$(DEPS_FUZZ)"
 	@$(MAKE) --no-print-directory fuzz-run
 
-$(FUZZ_BIN): $(FUZZ_SRC) tests/model.h tests/fuzz/driver.h tests/fuzz/ignore.txt \
-             $(LIB_HDR)
+# Headers: derived by the compiler (DEPFLAGS, the top Makefile).
+$(FUZZ_DIR)/obj/%.o: %.c tests/fuzz/ignore.txt
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -o $@ $(FUZZ_SRC)
+	clang $(FUZZ_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(FUZZ_BIN): $(FUZZ_OBJ)
+	clang $(FUZZ_CFLAGS) -o $@ $(FUZZ_OBJ)
 
 fuzz-run: $(FUZZ_BIN)
 	sh tests/fuzz/run.sh $(FUZZ_BIN) $(FUZZ_SECONDS) $(FUZZ_MAX_LEN)
@@ -61,8 +66,7 @@ COV_DIR := $(BUILD)/coverage
 # counters, since the service's threads run the same code at once (plain
 # ones lose updates and gcov then reports negative counts). The suite is run
 # as `make test` runs it, the fuzz corpus replay included. Only lib/ is
-# instrumented: the test binary is compiled in one command, so two test
-# files of one name in two layers' folders would share a counter file.
+# instrumented: the figures are the library's, not the tests'.
 COV_OPT := -O0 -g --coverage -fprofile-update=atomic -fprofile-filter-files='^lib/'
 
 # lib/ only, and only branches the compiler could not prove dead.

@@ -17,12 +17,19 @@ SVC_BENCH_CSV ?= $(BUILD)/bench/service.csv
 .PHONY: svcbench bench-service bench-service-quick svcbench-stress
 
 SVC_BENCH_SRC := $(wildcard bench/service/*.c)
+SVC_BENCH_OBJ := $(patsubst bench/service/%.c,$(dir $(SVC_BENCH_BIN))obj-svc/%.o,$(SVC_BENCH_SRC))
+SVC_BENCH_CFLAGS := $(WARN) -O2 -g $(SANFLAGS) -Iinclude -D_POSIX_C_SOURCE=200809L \
+                    $(ALLOCDEF)
+DEP_FILES += $(SVC_BENCH_OBJ:.o=.d)
 
-$(SVC_BENCH_BIN): $(SVC_BENCH_SRC) bench/service/svcbench.h include/timewheel.h \
-                  $(wildcard include/timewheel/*.h) $(STATIC)
+# Headers: derived by the compiler (DEPFLAGS, the top Makefile).
+$(dir $(SVC_BENCH_BIN))obj-svc/%.o: bench/service/%.c
 	@mkdir -p $(@D)
-	$(CC) $(WARN) -O2 -g $(SANFLAGS) -Iinclude -D_POSIX_C_SOURCE=200809L \
-	    $(ALLOCDEF) -o $@ $(SVC_BENCH_SRC) $(STATIC) $(LDLIBS_LIB) -lpthread -lm
+	$(CC) $(SVC_BENCH_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(SVC_BENCH_BIN): $(SVC_BENCH_OBJ) $(STATIC)
+	$(CC) $(SVC_BENCH_CFLAGS) -o $@ $(SVC_BENCH_OBJ) $(STATIC) $(LDLIBS_LIB) \
+	    -lpthread -lm
 
 svcbench: $(SVC_BENCH_BIN)
 

@@ -1,18 +1,22 @@
 # docs/examples/: built as a user builds them, against an installed copy of
-# the library through pkg-config, and run by `make test`: each server
-# through the loopback test (tests/loop/loopback.c) as a real process on
-# 127.0.0.1 with 2,000 client connections, and libevent_timers on its own.
+# the library through pkg-config, and run by `make test` as a step of its
+# own: each server through the loopback test (tests/loop/loopback.c) as a
+# real process on 127.0.0.1 with 2,000 client connections, and
+# libevent_timers on its own. The layers composed with real event loops.
 # Included by the top Makefile.
 #
 #   make examples       build the examples and the loopback client
 #   make examples-run   run them (about 7 s per server); `make test` runs
-#                       this before the test suite
+#                       this after the packaging tests, before the suite
+#
+# DEPS_EXAMPLES: the event loops the examples use. The libraries need
+# neither; `make test` installs them (DEPS_EXTRA), `make examples` too.
 
 EX_DIR := $(BUILD)/examples
 EX_PREFIX := $(abspath $(EX_DIR)/usr)
 EX_PC := PKG_CONFIG_PATH=$(EX_PREFIX)/lib/pkgconfig pkg-config
 EX_CFLAGS := -std=c11 -Wall -Wextra -Wpedantic -Werror -O2 -g
-DEPS_CORE += libuv1-dev libevent-dev
+DEPS_EXAMPLES := libuv1-dev libevent-dev
 
 .PHONY: examples examples-run examples-install
 
@@ -22,7 +26,8 @@ DEPS_CORE += libuv1-dev libevent-dev
 examples-install:
 	@$(MAKE) -s --no-print-directory install PREFIX=$(EX_PREFIX) SAN= >/dev/null
 
-examples: examples-install
+examples: DEPS_EXTRA = $(DEPS_EXAMPLES)
+examples: deps examples-install
 	$(CC) $(EX_CFLAGS) -o $(EX_DIR)/epoll_server docs/examples/epoll_server.c \
 	    $$($(EX_PC) --cflags --libs timewheel-loop)
 	$(CC) $(EX_CFLAGS) -o $(EX_DIR)/uv_server docs/examples/uv_server.c \
@@ -37,8 +42,3 @@ examples-run: examples
 	LD_LIBRARY_PATH=$(EX_PREFIX)/lib $(EX_DIR)/libevent_timers
 	LD_LIBRARY_PATH=$(EX_PREFIX)/lib $(EX_DIR)/loopback $(EX_DIR)/epoll_server
 	LD_LIBRARY_PATH=$(EX_PREFIX)/lib $(EX_DIR)/loopback $(EX_DIR)/uv_server
-
-# After the test binary is built (they share build/default when SAN is
-# empty), before the packaging tests and the suite.
-examples-run: | $(TEST_BIN)
-test-run: examples-run
