@@ -4,7 +4,7 @@
 #                         they link; installs nothing)
 #   make test             install missing Debian packages, build, run all tests
 #   make check T=PATTERN  only the Criterion tests whose suite/name match
-#                         PATTERN (a glob: T='hier/*', T='*/rearm*'), no
+#                         PATTERN (a glob: T='core_hier/*', T='*/rearm*'), no
 #                         packaging tests; T empty runs every Criterion test
 #   make test SAN=address,undefined   the same under the sanitizers
 #   make ALLOC=libc ...   the system allocator instead of jemalloc
@@ -144,7 +144,7 @@ test-run: $(TEST_BIN)
 	@$(MAKE) --no-print-directory examples-run
 	$(TEST_BIN) $(TEST_ARGS)
 
-# One suite or test by name, nothing else: make check T='hier/*'.
+# One suite or test by name, nothing else: make check T='core_hier/*'.
 check: $(TEST_BIN)
 	$(TEST_BIN) $(if $(T),--filter '$(T)') $(TEST_ARGS)
 

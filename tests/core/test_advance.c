@@ -45,7 +45,7 @@ static void exact_boundary(enum tw_mode mode, uint64_t d)
     tw_destroy(w);
 }
 
-Test(advance, exact_at_second_minute_hour_day)
+Test(core_advance, exact_at_second_minute_hour_day)
 {
     exact_boundary(TW_HIER, SEC);
     exact_boundary(TW_HIER, 60 * SEC);
@@ -57,7 +57,7 @@ Test(advance, exact_at_second_minute_hour_day)
     exact_boundary(TW_HASHED, 86400 * SEC);
 }
 
-Test(advance, deadline_between_boundaries_rounds_up)
+Test(core_advance, deadline_between_boundaries_rounds_up)
 {
     EACH_MODE(mode)
     {
@@ -72,7 +72,7 @@ Test(advance, deadline_between_boundaries_rounds_up)
     }
 }
 
-Test(advance, deadline_zero_and_past_run_on_next_advance)
+Test(core_advance, deadline_zero_and_past_run_on_next_advance)
 {
     EACH_MODE(mode)
     {
@@ -95,7 +95,7 @@ Test(advance, deadline_zero_and_past_run_on_next_advance)
 /* The wheel's time is 10.7 ms, inside tick 11: a deadline of 10.5 ms has
  * passed, but its tick boundary (11 ms) has not, so it waits for it like
  * any timer of that tick; never early, and not at the next advance. */
-Test(advance, past_deadline_within_the_current_tick_waits_for_its_boundary)
+Test(core_advance, past_deadline_within_the_current_tick_waits_for_its_boundary)
 {
     EACH_MODE(mode)
     {
@@ -114,7 +114,7 @@ Test(advance, past_deadline_within_the_current_tick_waits_for_its_boundary)
     }
 }
 
-Test(advance, uint64_max_is_held_not_wrapped)
+Test(core_advance, uint64_max_is_held_not_wrapped)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec end, late;
@@ -134,7 +134,7 @@ Test(advance, uint64_max_is_held_not_wrapped)
     tw_destroy(w);
 }
 
-Test(advance, hashed_holds_uint64_max_with_rounds)
+Test(core_advance, hashed_holds_uint64_max_with_rounds)
 {
     struct tw_wheel *w = wheel_new(TW_HASHED);
     struct rec end;
@@ -148,7 +148,7 @@ Test(advance, hashed_holds_uint64_max_with_rounds)
     cr_assert(!tw_timer_pending(&end.t));
 }
 
-Test(advance, thirty_days_in_one_call)
+Test(core_advance, thirty_days_in_one_call)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r[6];
@@ -192,7 +192,7 @@ static void schedule_around_target(struct tw_timer *t, void *arg)
     cr_assert_eq(tw_schedule(j->r.w, &j->after->t, j->target + 10 * MS), 0);
 }
 
-Test(advance, long_jump_over_singles_ends_on_the_target)
+Test(core_advance, long_jump_over_singles_ends_on_the_target)
 {
     const uint64_t day = 86400 * SEC, target = 30 * day + 5 * MS;
     struct tw_wheel *w = wheel_new(TW_HIER);
@@ -242,7 +242,7 @@ static void check_on_fire(struct tw_timer *t, void *arg)
     r->seq = ++fired_order;
 }
 
-Test(advance, long_jump_singles_then_a_shared_slot)
+Test(core_advance, long_jump_singles_then_a_shared_slot)
 {
     const uint64_t day = 86400 * SEC;
     const uint64_t when[5] = {5 * 3600 * SEC, 2 * day + 1, 7 * day + MS,
@@ -268,7 +268,7 @@ Test(advance, long_jump_singles_then_a_shared_slot)
  * shared slot in the third, more singles after it and one a level up. One
  * advance runs them all, in order of due tick, and leaves the wheel
  * checked. */
-Test(advance, long_jump_singles_across_bitmap_words)
+Test(core_advance, long_jump_singles_across_bitmap_words)
 {
     static const uint32_t layout[] = {4, 200};
     const uint64_t slot[] = {3, 63, 64, 70, 130, 130, 131, 199, 260, 900};
@@ -299,7 +299,7 @@ Test(advance, long_jump_singles_across_bitmap_words)
     tw_destroy(w);
 }
 
-Test(advance, hashed_long_jump_steps_every_tick)
+Test(core_advance, hashed_long_jump_steps_every_tick)
 {
     struct tw_wheel *w = wheel_new(TW_HASHED);
     struct rec a, b;
@@ -313,7 +313,7 @@ Test(advance, hashed_long_jump_steps_every_tick)
     tw_destroy(w);
 }
 
-Test(advance, backwards_changes_nothing)
+Test(core_advance, backwards_changes_nothing)
 {
     EACH_MODE(mode)
     {
@@ -332,7 +332,7 @@ Test(advance, backwards_changes_nothing)
     }
 }
 
-Test(advance, order_of_due_tick)
+Test(core_advance, order_of_due_tick)
 {
     EACH_MODE(mode)
     {
@@ -354,7 +354,7 @@ Test(advance, order_of_due_tick)
     }
 }
 
-Test(advance, cancel_from_earlier_callback_in_same_tick)
+Test(core_advance, cancel_from_earlier_callback_in_same_tick)
 {
     EACH_MODE(mode)
     {
@@ -375,7 +375,7 @@ Test(advance, cancel_from_earlier_callback_in_same_tick)
     }
 }
 
-Test(advance, periodic_self_rearm)
+Test(core_advance, periodic_self_rearm)
 {
     EACH_MODE(mode)
     {
@@ -409,7 +409,7 @@ static void rearm_now(struct tw_timer *t, void *arg)
     cr_assert_eq(tw_destroy(w), -EDEADLK);
 }
 
-Test(advance, rearm_into_the_past_cannot_livelock)
+Test(core_advance, rearm_into_the_past_cannot_livelock)
 {
     EACH_MODE(mode)
     {
@@ -426,7 +426,7 @@ Test(advance, rearm_into_the_past_cannot_livelock)
     }
 }
 
-Test(advance, bounded_spreads_a_burst)
+Test(core_advance, bounded_spreads_a_burst)
 {
     EACH_MODE(mode)
     {
@@ -456,7 +456,7 @@ Test(advance, bounded_spreads_a_burst)
     }
 }
 
-Test(advance, bounded_then_schedule_inside_the_gap)
+Test(core_advance, bounded_then_schedule_inside_the_gap)
 {
     EACH_MODE(mode)
     {
@@ -477,7 +477,7 @@ Test(advance, bounded_then_schedule_inside_the_gap)
     }
 }
 
-Test(advance, rearm_later_does_not_block_others)
+Test(core_advance, rearm_later_does_not_block_others)
 {
     EACH_MODE(mode)
     {
@@ -507,7 +507,7 @@ Test(advance, rearm_later_does_not_block_others)
  * it records the time and leaves cur behind. Everything afterwards must
  * behave as if cur had moved: errors, timers scheduled into the gap between
  * cur and the wheel's time, and work that arrives earlier than the bound. */
-Test(advance, idle_advances_keep_every_promise)
+Test(core_advance, idle_advances_keep_every_promise)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec far, past, near;
@@ -554,7 +554,7 @@ static void advance_inside(struct tw_timer *t, void *arg)
     r->fired++;
 }
 
-Test(advance, idle_path_refuses_advance_from_callback)
+Test(core_advance, idle_path_refuses_advance_from_callback)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec a, b;

@@ -37,7 +37,7 @@ static void never_free(void *ctx, void *p, size_t size)
 
 /* Every row of the "Memory" table of docs/api.md, in the order a process
  * meets them: refusals, back to the default, locked by the first block. */
-Test(alloc, set_allocator_contract)
+Test(core_alloc, set_allocator_contract)
 {
     const struct tw_allocator no_alloc = {NULL, never_free, NULL},
                               no_free = {never, NULL, NULL},
@@ -65,7 +65,7 @@ Test(alloc, set_allocator_contract)
 
 /* The first call to the library that allocates locks the choice, even one
  * that asks for nothing. */
-Test(alloc, size_zero_locks_the_choice)
+Test(core_alloc, size_zero_locks_the_choice)
 {
     cr_assert_null(tw_alloc(0));
     cr_assert_eq(tw_set_allocator(NULL), -EBUSY);
@@ -107,7 +107,7 @@ static unsigned long create_fails_cleanly(const struct tw_config *cfg)
 }
 
 /* The wheel, its slot heads and its bitmap words. */
-Test(alloc, create_hier_fails_cleanly_at_every_allocation, .init = counted)
+Test(core_alloc, create_hier_fails_cleanly_at_every_allocation, .init = counted)
 {
     static const uint32_t pow2[] = {64, 64, 64, 64}, odd[] = {3, 7, 2, 5, 11},
                           edge[] = {64};
@@ -128,7 +128,7 @@ Test(alloc, create_hier_fails_cleanly_at_every_allocation, .init = counted)
 }
 
 /* The wheel and its buckets. */
-Test(alloc, create_hashed_fails_cleanly_at_every_allocation, .init = counted)
+Test(core_alloc, create_hashed_fails_cleanly_at_every_allocation, .init = counted)
 {
     static const uint32_t eight[] = {5};
     struct tw_config netty = model_config(TW_HASHED, NULL, 0, MS),
@@ -154,7 +154,7 @@ static size_t allocated(void)
     return bytes;
 }
 
-Test(alloc, wheel_memory_comes_from_jemalloc)
+Test(core_alloc, wheel_memory_comes_from_jemalloc)
 {
     struct tw_config cfg;
     size_t before, during;
@@ -171,7 +171,7 @@ Test(alloc, wheel_memory_comes_from_jemalloc)
     cr_assert_eq(allocated(), before);
 }
 #else
-Test(alloc, libc_build_creates_wheels)
+Test(core_alloc, libc_build_creates_wheels)
 {
     struct tw_config cfg;
     struct tw_wheel *w;

@@ -3,8 +3,8 @@
  * each test names the function and the kind of bad argument, and asserts the
  * documented answer and that the wheel is unharmed afterwards.
  *
- *   badinput          the core, one wheel at a time
- *   badinput_oom      a wheel too large for the machine, made real with an
+ *   core_badinput     the core, one wheel at a time
+ *   core_badinput_oom a wheel too large for the machine, made real with an
  *                     address-space limit on the test's own process
  *                     (limit_address_space() in tests/util.c)
  *
@@ -31,7 +31,7 @@ static void nop(struct tw_timer *t, void *arg)
 
 /* ---- tw_create ----------------------------------------------------------- */
 
-Test(badinput, create_ignores_levels_without_slots)
+Test(core_badinput, create_ignores_levels_without_slots)
 {
     for (int i = 0; i < 2; i++) {
         struct tw_config cfg;
@@ -58,7 +58,7 @@ static int create_err(const struct tw_config *cfg)
     return err;
 }
 
-Test(badinput, create_limits_are_inclusive)
+Test(core_badinput, create_limits_are_inclusive)
 {
     static uint32_t two[TW_MAX_LEVELS + 1];
     static const uint32_t widest[] = {TW_MAX_LEVEL_SLOTS},
@@ -83,7 +83,7 @@ Test(badinput, create_limits_are_inclusive)
     cr_assert_eq(create_err(&cfg), -EINVAL, "2^30 + 1 hashed slots");
 }
 
-Test(badinput, create_refuses_ticks_as_wide_as_time)
+Test(core_badinput, create_refuses_ticks_as_wide_as_time)
 {
     static const uint32_t two[] = {2}, one[] = {1};
     struct tw_config cfg;
@@ -104,7 +104,7 @@ Test(badinput, create_refuses_ticks_as_wide_as_time)
     cr_assert_eq(create_err(&cfg), 0);
 }
 
-Test(badinput, create_without_err_pointer)
+Test(core_badinput, create_without_err_pointer)
 {
     struct tw_config cfg;
     struct tw_wheel *w;
@@ -120,7 +120,7 @@ Test(badinput, create_without_err_pointer)
 
 /* A wheel that starts at the end of time: every deadline is at or before
  * its start, so each is due at once and runs on the next advance. */
-Test(badinput, start_at_end_of_time)
+Test(core_badinput, start_at_end_of_time)
 {
     for (int i = 0; i < 2; i++) {
         struct tw_wheel *w = wheel_new_at(modes[i], UINT64_MAX);
@@ -145,7 +145,7 @@ Test(badinput, start_at_end_of_time)
 
 /* ---- tw_schedule and friends --------------------------------------------- */
 
-Test(badinput, deadline_before_start_runs_on_next_advance)
+Test(core_badinput, deadline_before_start_runs_on_next_advance)
 {
     for (int i = 0; i < 2; i++) {
         struct tw_wheel *w = wheel_new_at(modes[i], 10 * SEC);
@@ -160,7 +160,7 @@ Test(badinput, deadline_before_start_runs_on_next_advance)
     }
 }
 
-Test(badinput, schedule_after_refusals)
+Test(core_badinput, schedule_after_refusals)
 {
     for (int i = 0; i < 2; i++) {
         struct tw_wheel *w = wheel_new(modes[i]);
@@ -182,7 +182,7 @@ Test(badinput, schedule_after_refusals)
     }
 }
 
-Test(badinput, never_scheduled_timer_has_deadline_zero)
+Test(core_badinput, never_scheduled_timer_has_deadline_zero)
 {
     struct tw_timer t, zero;
 
@@ -195,7 +195,7 @@ Test(badinput, never_scheduled_timer_has_deadline_zero)
 
 /* Re-initialising a timer that is not pending is allowed: it takes the new
  * callback. A timer may move to another wheel once it is not pending. */
-Test(badinput, idle_timer_reinit_and_other_wheel)
+Test(core_badinput, idle_timer_reinit_and_other_wheel)
 {
     struct tw_wheel *a = wheel_new(TW_HIER), *b = wheel_new(TW_HASHED);
     struct rec r;
@@ -220,7 +220,7 @@ Test(badinput, idle_timer_reinit_and_other_wheel)
     tw_destroy(b);
 }
 
-Test(badinput, destroyed_wheels_timers_are_reusable)
+Test(core_badinput, destroyed_wheels_timers_are_reusable)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r;
@@ -254,7 +254,7 @@ static void cancel_self(struct tw_timer *t, void *arg)
     s->cancel_rc = tw_cancel(s->w, t);
 }
 
-Test(badinput, cancel_self_in_own_callback_is_zero)
+Test(core_badinput, cancel_self_in_own_callback_is_zero)
 {
     for (int i = 0; i < 2; i++) {
         struct self s = {.w = wheel_new(modes[i]), .cancel_rc = 9};
@@ -269,7 +269,7 @@ Test(badinput, cancel_self_in_own_callback_is_zero)
     }
 }
 
-Test(badinput, cancel_leftover_of_bounded_advance)
+Test(core_badinput, cancel_leftover_of_bounded_advance)
 {
     for (int i = 0; i < 2; i++) {
         struct tw_wheel *w = wheel_new(modes[i]);
@@ -312,7 +312,7 @@ static void bounded_in_callback(struct tw_timer *t, void *arg)
     s->cancel_rc = (int)tw_advance_bounded(s->w, tw_now(s->w), 1);
 }
 
-Test(badinput, advance_refusals)
+Test(core_badinput, advance_refusals)
 {
     for (int i = 0; i < 2; i++) {
         struct self s = {.w = wheel_new(modes[i])};
@@ -336,7 +336,7 @@ Test(badinput, advance_refusals)
     }
 }
 
-Test(badinput, bounded_with_budget_past_int64_is_unbounded)
+Test(core_badinput, bounded_with_budget_past_int64_is_unbounded)
 {
     for (int i = 0; i < 2; i++) {
         struct tw_wheel *w = wheel_new(modes[i]);
@@ -359,7 +359,7 @@ Test(badinput, bounded_with_budget_past_int64_is_unbounded)
 
 /* A timer due at the end of time: tw_next_deadline() says UINT64_MAX, as it
  * does with nothing pending; tw_pending() tells the two apart. */
-Test(badinput, next_deadline_of_timer_due_at_end_of_time)
+Test(core_badinput, next_deadline_of_timer_due_at_end_of_time)
 {
     for (int i = 0; i < 2; i++) {
         struct tw_wheel *w = wheel_new_at(modes[i], UINT64_MAX - 3 * MS);
@@ -407,7 +407,7 @@ static void visit_in_callback(struct tw_timer *t, void *arg)
     s->visit_rc = tw_visit(s->w, count, &s->seen);
 }
 
-Test(badinput, visit_nested_and_from_callback)
+Test(core_badinput, visit_nested_and_from_callback)
 {
     for (int i = 0; i < 2; i++) {
         struct self s = {.w = wheel_new(modes[i]), .visit_rc = 9};
@@ -433,7 +433,7 @@ Test(badinput, visit_nested_and_from_callback)
 
 /* ---- tw_check and tw_strerror -------------------------------------------- */
 
-Test(badinput, check_reason_is_truncated_to_len)
+Test(core_badinput, check_reason_is_truncated_to_len)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     char why[8];
@@ -450,7 +450,7 @@ Test(badinput, check_reason_is_truncated_to_len)
     tw_destroy(w);
 }
 
-Test(badinput, strerror_of_any_int)
+Test(core_badinput, strerror_of_any_int)
 {
     const int codes[] = {INT_MIN, INT_MAX, -1, 1, -EPERM, EINVAL};
 
@@ -465,7 +465,7 @@ Test(badinput, strerror_of_any_int)
 /* ---- out of memory ------------------------------------------------------- */
 
 /* 2^30 hashed slots need 16 GiB of slot heads. */
-Test(badinput_oom, create_reports_enomem)
+Test(core_badinput_oom, create_reports_enomem)
 {
     static const uint32_t most[] = {TW_MAX_HASHED_SLOTS};
     struct tw_config cfg;

@@ -14,7 +14,7 @@ static uint32_t slow_next(const bool *set, uint32_t n, uint32_t from)
     return TW__BITMAP_NONE;
 }
 
-Test(bitmap, matches_a_boolean_array)
+Test(core_bitmap, matches_a_boolean_array)
 {
     static uint64_t words[64];
     static bool set[4096];
@@ -38,7 +38,7 @@ Test(bitmap, matches_a_boolean_array)
     }
 }
 
-Test(bitmap, edges)
+Test(core_bitmap, edges)
 {
     static uint64_t words[64];
     struct tw__bitmap b = {0, words};

@@ -18,7 +18,7 @@ static void expect_broken(const struct tw_wheel *w, const char *what)
     cr_assert_neq(why[0], '\0');
 }
 
-Test(check, healthy_wheels_pass)
+Test(core_check, healthy_wheels_pass)
 {
     cr_assert_eq(tw_check(NULL, NULL, 0), -EINVAL);
     for (int mode = 0; mode < 2; mode++) {
@@ -29,7 +29,7 @@ Test(check, healthy_wheels_pass)
     }
 }
 
-Test(check, hier_corruptions)
+Test(core_check, hier_corruptions)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec a, b;
@@ -99,7 +99,7 @@ Test(check, hier_corruptions)
     tw_destroy(w);
 }
 
-Test(check, hashed_corruptions)
+Test(core_check, hashed_corruptions)
 {
     struct tw_wheel *w = wheel_new(TW_HASHED);
     struct rec a;
@@ -134,7 +134,7 @@ static void move_to_expired(struct tw_timer *t, void *arg)
     wheel_ok(w);
 }
 
-Test(check, due_lists)
+Test(core_check, due_lists)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct tw_timer a, b;

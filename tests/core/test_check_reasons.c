@@ -29,7 +29,7 @@ static void move_deadline(struct tw_wheel *w, struct tw_timer *t, uint64_t d)
     t->deadline = d;
 }
 
-Test(check_reasons, hier_timer_in_a_level_too_coarse)
+Test(core_check_reasons, hier_timer_in_a_level_too_coarse)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r;
@@ -43,7 +43,7 @@ Test(check_reasons, hier_timer_in_a_level_too_coarse)
     tw_destroy(w);
 }
 
-Test(check_reasons, hier_timer_in_the_wrong_slot)
+Test(core_check_reasons, hier_timer_in_the_wrong_slot)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r;
@@ -57,7 +57,7 @@ Test(check_reasons, hier_timer_in_the_wrong_slot)
     tw_destroy(w);
 }
 
-Test(check_reasons, hier_summary_word_bit)
+Test(core_check_reasons, hier_summary_word_bit)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r;
@@ -71,7 +71,7 @@ Test(check_reasons, hier_summary_word_bit)
     tw_destroy(w);
 }
 
-Test(check_reasons, hier_top_level_short_of_the_end_of_time)
+Test(core_check_reasons, hier_top_level_short_of_the_end_of_time)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
 
@@ -82,7 +82,7 @@ Test(check_reasons, hier_top_level_short_of_the_end_of_time)
     tw_destroy(w);
 }
 
-Test(check_reasons, more_timers_in_lists_than_counted)
+Test(core_check_reasons, more_timers_in_lists_than_counted)
 {
     for (int mode = 0; mode < 2; mode++) {
         struct tw_wheel *w = wheel_new((enum tw_mode)mode);
@@ -98,7 +98,7 @@ Test(check_reasons, more_timers_in_lists_than_counted)
     }
 }
 
-Test(check_reasons, list_tail)
+Test(core_check_reasons, list_tail)
 {
     for (int mode = 0; mode < 2; mode++) {
         struct tw_wheel *w = wheel_new((enum tw_mode)mode);
@@ -118,7 +118,7 @@ Test(check_reasons, list_tail)
 
 /* A timer left on the expired list by a bounded advance must be due by the
  * wheel's tick. */
-Test(check_reasons, expired_timer_due_after_cur)
+Test(core_check_reasons, expired_timer_due_after_cur)
 {
     for (int mode = 0; mode < 2; mode++) {
         struct tw_wheel *w = wheel_new((enum tw_mode)mode);
@@ -139,7 +139,7 @@ Test(check_reasons, expired_timer_due_after_cur)
     }
 }
 
-Test(check_reasons, hashed_timer_already_due_in_a_bucket)
+Test(core_check_reasons, hashed_timer_already_due_in_a_bucket)
 {
     struct tw_wheel *w = wheel_new(TW_HASHED);
     struct rec r;
@@ -154,7 +154,7 @@ Test(check_reasons, hashed_timer_already_due_in_a_bucket)
     tw_destroy(w);
 }
 
-Test(check_reasons, hier_slot_with_timers_but_no_bit)
+Test(core_check_reasons, hier_slot_with_timers_but_no_bit)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec a, b;
@@ -170,7 +170,7 @@ Test(check_reasons, hier_slot_with_timers_but_no_bit)
     tw_destroy(w);
 }
 
-Test(check_reasons, hier_slot_holds_a_due_timer)
+Test(core_check_reasons, hier_slot_holds_a_due_timer)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r;
@@ -187,7 +187,7 @@ Test(check_reasons, hier_slot_holds_a_due_timer)
     tw_destroy(w);
 }
 
-Test(check_reasons, list_link_to_nowhere)
+Test(core_check_reasons, list_link_to_nowhere)
 {
     struct tw_wheel *w = wheel_new(TW_HASHED);
     struct tw_link *next;

@@ -476,42 +476,42 @@ static void run(unsigned i, uint64_t start_ns, uint64_t max_step)
 
 #define DAYS_40_MS (UINT64_C(40) * 24 * 3600 * 1000)
 
-Test(differential, hier_clock_layout)
+Test(core_differential, hier_clock_layout)
 {
     run(0, 123456789, DAYS_40_MS);
 }
 
-Test(differential, hier_pow2_layout)
+Test(core_differential, hier_pow2_layout)
 {
     run(1, 0, DAYS_40_MS);
 }
 
-Test(differential, hier_tiny_layout)
+Test(core_differential, hier_tiny_layout)
 {
     run(2, 0, UINT64_C(1) << 40);
 }
 
-Test(differential, hier_odd_layout_ns_tick)
+Test(core_differential, hier_odd_layout_ns_tick)
 {
     run(3, UINT64_C(1) << 40, UINT64_C(1) << 50);
 }
 
-Test(differential, hashed_netty_defaults)
+Test(core_differential, hashed_netty_defaults)
 {
     run(4, 987654321, 20000);
 }
 
-Test(differential, hashed_small_wheel)
+Test(core_differential, hashed_small_wheel)
 {
     run(5, 0, 2000);
 }
 
-Test(differential, hier_clock_layout_owned_fields)
+Test(core_differential, hier_clock_layout_owned_fields)
 {
     run_as(0, 123456789, DAYS_40_MS, true);
 }
 
-Test(differential, hashed_netty_defaults_owned_fields)
+Test(core_differential, hashed_netty_defaults_owned_fields)
 {
     run_as(4, 987654321, 20000, true);
 }

@@ -7,7 +7,7 @@
 
 #include "timewheel.h"
 
-Test(error, every_code_has_a_message)
+Test(core_error, every_code_has_a_message)
 {
     const int codes[] = {0,       -EINVAL,    -ENOMEM,  -EBUSY, -ERANGE,
                          -EPROTO, -ESHUTDOWN, -EDEADLK, -EAGAIN};
@@ -22,7 +22,7 @@ Test(error, every_code_has_a_message)
     cr_assert_str_eq(tw_strerror(7), "unknown error");
 }
 
-Test(error, version_matches_header)
+Test(core_error, version_matches_header)
 {
     cr_assert_eq(tw_version(), TW_VERSION_HEX);
     cr_assert_str_eq(tw_version_string(), TW_VERSION_STRING);

@@ -57,7 +57,7 @@ static void other_expiry(struct tw_timer *t, void *ctx)
 /* Timers with no callback, or one that must not run, and garbage in arg:
  * the expiry function runs for each in order of due tick, with its own
  * ctx, and the timer is no longer pending when it does. */
-Test(expiry, runs_instead_of_the_timers_callbacks)
+Test(core_expiry, runs_instead_of_the_timers_callbacks)
 {
     for (int mode = 0; mode < 2; mode++) {
         struct tw_wheel *w = wheel_new((enum tw_mode)mode);
@@ -87,7 +87,7 @@ Test(expiry, runs_instead_of_the_timers_callbacks)
 
 /* A timer re-armed by the expiry function to a time the advance has
  * reached runs on the next advance, as a callback's would. */
-Test(expiry, rearm_from_the_expiry_function_waits_for_the_next_advance)
+Test(core_expiry, rearm_from_the_expiry_function_waits_for_the_next_advance)
 {
     for (int mode = 0; mode < 2; mode++) {
         struct tw_wheel *w = wheel_new((enum tw_mode)mode);
@@ -106,7 +106,7 @@ Test(expiry, rearm_from_the_expiry_function_waits_for_the_next_advance)
     }
 }
 
-Test(expiry, bad_input)
+Test(core_expiry, bad_input)
 {
     for (int mode = 0; mode < 2; mode++) {
         struct tw_wheel *w = wheel_new((enum tw_mode)mode);
@@ -156,7 +156,7 @@ static int set_from_visitor(struct tw_timer *t, void *ctx)
     return 0;
 }
 
-Test(expiry, refused_from_a_visitor)
+Test(core_expiry, refused_from_a_visitor)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r;
@@ -173,7 +173,7 @@ Test(expiry, refused_from_a_visitor)
  * written there, cancel answers 0, the timer is not pending, and schedule
  * and re-arm take it as any idle timer. The expiry function writes over it
  * too, on the way out of the wheel. */
-Test(expiry, deadline_is_the_owners_while_not_pending)
+Test(core_expiry, deadline_is_the_owners_while_not_pending)
 {
     static const uint64_t junk[] = {0, 1, UINT64_MAX,
                                     UINT64_C(0x5a5a5a5a5a5a5a5a)};

@@ -61,7 +61,7 @@ static void replay(const char *dir, const char *name, struct tally *t)
         t->layouts[st.layout]++;
 }
 
-Test(fuzz_corpus, every_input_keeps_every_promise, .timeout = 120)
+Test(core_fuzz_corpus, every_input_keeps_every_promise, .timeout = 120)
 {
     const char *dir = getenv("TW_FUZZ_CORPUS");
     struct tally t = {0};
@@ -92,7 +92,7 @@ Test(fuzz_corpus, every_input_keeps_every_promise, .timeout = 120)
 }
 
 /* The decoder reads past the end as zeros and stops: nothing is too short. */
-Test(fuzz_corpus, any_bytes_are_an_input)
+Test(core_fuzz_corpus, any_bytes_are_an_input)
 {
     static const uint8_t some[] = {0x03, 0x02, 0x00, 0x07, 0x04};
     struct fuzz_stats st;
@@ -111,7 +111,7 @@ Test(fuzz_corpus, any_bytes_are_an_input)
 /* A layout the contract refuses is refused, and that is all such an input
  * checks: a custom hashed wheel of 9 slots with a zero tick (tick kind 3:
  * any number, here the empty one). */
-Test(fuzz_corpus, refused_layout_ends_the_input)
+Test(core_fuzz_corpus, refused_layout_ends_the_input)
 {
     static const uint8_t zero_tick[] = {0x07, 0x01, 0x08, 0x03,
                                         0x00, 0x00, 0x07};

@@ -18,7 +18,7 @@ static struct tw_wheel *hashed(uint32_t slots)
     return tw_create(&cfg, NULL);
 }
 
-Test(hashed, slots_round_up_to_power_of_two)
+Test(core_hashed, slots_round_up_to_power_of_two)
 {
     const uint32_t ask[] = {1, 2, 3, 500, 512, 513, 1u << 20};
     const uint64_t get[] = {1, 2, 4, 512, 512, 1024, 1u << 20};
@@ -42,7 +42,7 @@ static struct tw_link *bucket_of(struct tw_wheel *w, struct tw_timer *t)
     return n;
 }
 
-Test(hashed, timer_waits_in_its_bucket_for_its_rounds)
+Test(core_hashed, timer_waits_in_its_bucket_for_its_rounds)
 {
     struct tw_wheel *w = wheel_new(TW_HASHED);
     struct rec r;
@@ -68,7 +68,7 @@ Test(hashed, timer_waits_in_its_bucket_for_its_rounds)
 
 /* A deadline between two boundaries is due at the later one, in the
  * revolution of its due tick, not at an earlier visit of its bucket. */
-Test(hashed, deadline_inside_a_tick_fires_at_its_boundary)
+Test(core_hashed, deadline_inside_a_tick_fires_at_its_boundary)
 {
     struct tw_wheel *w = wheel_new(TW_HASHED);
     struct rec r;
@@ -82,7 +82,7 @@ Test(hashed, deadline_inside_a_tick_fires_at_its_boundary)
     tw_destroy(w);
 }
 
-Test(hashed, rearm_recomputes_rounds)
+Test(core_hashed, rearm_recomputes_rounds)
 {
     struct tw_wheel *w = wheel_new(TW_HASHED);
     struct rec r;
@@ -97,7 +97,7 @@ Test(hashed, rearm_recomputes_rounds)
     tw_destroy(w);
 }
 
-Test(hashed, one_slot_wheel_counts_every_tick)
+Test(core_hashed, one_slot_wheel_counts_every_tick)
 {
     struct tw_wheel *w = hashed(1);
     struct rec r;
@@ -110,7 +110,7 @@ Test(hashed, one_slot_wheel_counts_every_tick)
     tw_destroy(w);
 }
 
-Test(hashed, next_deadline_is_next_tick)
+Test(core_hashed, next_deadline_is_next_tick)
 {
     struct tw_wheel *w = wheel_new(TW_HASHED);
     struct rec r;

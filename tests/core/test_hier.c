@@ -24,7 +24,7 @@ static int level_of(const struct tw_wheel *w, const struct tw_timer *t)
     return -1;
 }
 
-Test(hier, default_layout_reads_like_a_clock)
+Test(core_hier, default_layout_reads_like_a_clock)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     const uint32_t slots[] = {1000, 60, 60, 24};
@@ -43,7 +43,7 @@ Test(hier, default_layout_reads_like_a_clock)
     tw_destroy(w);
 }
 
-Test(hier, demoted_once_per_level_to_its_exact_tick)
+Test(core_hier, demoted_once_per_level_to_its_exact_tick)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     const uint64_t d = 3600 * SEC + 60 * SEC + SEC + MS;
@@ -72,7 +72,7 @@ Test(hier, demoted_once_per_level_to_its_exact_tick)
     tw_destroy(w);
 }
 
-Test(hier, far_deadlines_need_no_rounds)
+Test(core_hier, far_deadlines_need_no_rounds)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r[3];
@@ -100,7 +100,7 @@ Test(hier, far_deadlines_need_no_rounds)
     tw_destroy(w);
 }
 
-Test(hier, many_layouts_hold_every_range)
+Test(core_hier, many_layouts_hold_every_range)
 {
     static const uint32_t l1[] = {2}, l2[] = {4096, 4096},
                           l3[] = {64, 64, 64, 64, 64, 64, 64, 64};
@@ -131,7 +131,7 @@ Test(hier, many_layouts_hold_every_range)
     }
 }
 
-Test(hier, empty_slots_leave_no_bits)
+Test(core_hier, empty_slots_leave_no_bits)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r[3];
@@ -165,7 +165,7 @@ static const struct tw_link *slot_of(const struct tw_wheel *w,
 /* Re-arm takes a fast path only when no occupancy bit changes (the timer's
  * list keeps others, the new slot is occupied); every other case goes the
  * general way. Each case must leave the same wheel. */
-Test(hier, rearm_fast_and_general_paths_agree)
+Test(core_hier, rearm_fast_and_general_paths_agree)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec a, b, c;
@@ -208,7 +208,7 @@ Test(hier, rearm_fast_and_general_paths_agree)
  * (their width_ns is 0); the levels below them in ns. Both must agree with
  * the checker at the edges of the range, in a wheel started late in time
  * with a tick that divides nothing evenly. */
-Test(hier, wide_levels_place_by_due_tick)
+Test(core_hier, wide_levels_place_by_due_tick)
 {
     static const uint64_t starts[] = {0, UINT64_MAX / 3, UINT64_MAX - 1000};
     struct tw_config cfg;
@@ -244,7 +244,7 @@ Test(hier, wide_levels_place_by_due_tick)
  * included: at each slot's first and last ns and at pseudo-random offsets,
  * for layouts whose widths are powers of two, odd, one tick of 1 ns, or as
  * wide as 64-bit time allows. */
-Test(hier, reciprocal_slot_equals_the_division)
+Test(core_hier, reciprocal_slot_equals_the_division)
 {
     static const uint32_t clock[] = {1000, 60, 60, 24};
     static const uint32_t odd[] = {3, 7, 2, 5, 11};
@@ -317,7 +317,7 @@ Test(hier, reciprocal_slot_equals_the_division)
  * the call takes the general path (timer.c). Timers moved into, within
  * and out of those levels, with company in every list they leave, must
  * land where the checker expects and fire. */
-Test(hier, rearm_into_and_out_of_levels_placed_by_due_tick)
+Test(core_hier, rearm_into_and_out_of_levels_placed_by_due_tick)
 {
     const uint64_t far = UINT64_MAX / 2, near = 5 * SEC;
     struct tw_config cfg;
@@ -379,7 +379,7 @@ static void chain_fire(struct tw_timer *t, void *arg)
  * the expired list (hier.c, expire_single): they must still run in order,
  * with the wheel whole in every callback, and what a callback schedules
  * must land where the contract says, even inside the jumped span. */
-Test(hier, single_timers_expire_in_order_across_a_jump)
+Test(core_hier, single_timers_expire_in_order_across_a_jump)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct chain c[6];
@@ -419,7 +419,7 @@ Test(hier, single_timers_expire_in_order_across_a_jump)
 }
 
 /* A bounded advance still demotes, to stop on the timer's own tick. */
-Test(hier, bounded_advance_stops_on_a_single_timers_tick)
+Test(core_hier, bounded_advance_stops_on_a_single_timers_tick)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec a, b;
@@ -439,7 +439,7 @@ Test(hier, bounded_advance_stops_on_a_single_timers_tick)
 /* A re-arm within the timer's own slot only changes its deadline: the
  * list is untouched (the timer keeps its place), and it fires at the new
  * deadline, also when that moves it to another tick of the slot. */
-Test(hier, rearm_within_its_slot_touches_no_neighbour)
+Test(core_hier, rearm_within_its_slot_touches_no_neighbour)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec x, y;
@@ -480,7 +480,7 @@ static void defer_then_move(struct tw_timer *t, void *arg)
     wheel_ok(moved->w);
 }
 
-Test(hier, rearm_of_a_deferred_timer_is_placed_by_the_next_advance)
+Test(core_hier, rearm_of_a_deferred_timer_is_placed_by_the_next_advance)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec a, b, c;

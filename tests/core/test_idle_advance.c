@@ -38,7 +38,7 @@ static void inline_advance(struct tw_wheel *w, uint64_t now)
 /* One timer an hour away: the bound is the start of its slot (the hour
  * wheel's slot 1), every advance before it leaves the cursor behind, and
  * the one that reaches it runs the timer. */
-Test(idle, bound_is_the_next_work_and_cur_waits)
+Test(core_idle_advance, bound_is_the_next_work_and_cur_waits)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r;
@@ -63,7 +63,7 @@ Test(idle, bound_is_the_next_work_and_cur_waits)
 
 /* A timer half a second into the hour needs a demotion at the hour: the
  * bound stops there first, then at the timer's own tick. */
-Test(idle, bound_stops_at_a_demotion)
+Test(core_idle_advance, bound_stops_at_a_demotion)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r;
@@ -85,7 +85,7 @@ Test(idle, bound_stops_at_a_demotion)
  * deadline of 0, one between the cursor and the time, and one at the time
  * itself all run on the next advance, even one to the same time; a
  * deadline after the time but before the old bound lowers the bound. */
-Test(idle, past_deadlines_after_inline_advances_run_next)
+Test(core_idle_advance, past_deadlines_after_inline_advances_run_next)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec far, zero, gap, at, soon;
@@ -130,7 +130,7 @@ static int advance_from_visitor(struct tw_timer *t, void *ctx)
     return 0;
 }
 
-Test(idle, errors_come_through_the_inline_path)
+Test(core_idle_advance, errors_come_through_the_inline_path)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r;
@@ -160,7 +160,7 @@ Test(idle, errors_come_through_the_inline_path)
 /* The hashed wheel walks every tick: the inline path covers only advances
  * within the tick it has reached, and a timer scheduled meanwhile, even
  * one due at the next boundary, fires there and not before. */
-Test(idle, hashed_idles_only_within_its_tick)
+Test(core_idle_advance, hashed_idles_only_within_its_tick)
 {
     struct tw_wheel *w = wheel_new(TW_HASHED);
     struct rec next, past;
@@ -262,7 +262,7 @@ static void exported_twins_agree(enum tw_mode mode)
     tw_destroy(b);
 }
 
-Test(idle, exported_functions_answer_as_the_inline_ones)
+Test(core_idle_advance, exported_functions_answer_as_the_inline_ones)
 {
     exported_twins_agree(TW_HIER);
     exported_twins_agree(TW_HASHED);

@@ -110,7 +110,7 @@ static unsigned library_arena(void)
 
 /* The first block makes one arena, none of jemalloc's automatic ones; no
  * second arena however many blocks follow. */
-Test(alloc_jemalloc, the_first_block_makes_one_arena_of_the_librarys_own)
+Test(core_jemalloc, the_first_block_makes_one_arena_of_the_librarys_own)
 {
     unsigned before = read_unsigned("arenas.narenas"), a;
 
@@ -126,7 +126,7 @@ Test(alloc_jemalloc, the_first_block_makes_one_arena_of_the_librarys_own)
  * library's arena, every other from the thread's automatic arena (the fast
  * path); a handle with a tail takes the first way, a one-shot handle the
  * second. */
-Test(alloc_jemalloc, each_size_class_takes_its_arena)
+Test(core_jemalloc, each_size_class_takes_its_arena)
 {
     unsigned ours = library_arena(), auto_max = read_unsigned("opt.narenas");
     int routed = 0;
@@ -149,7 +149,7 @@ Test(alloc_jemalloc, each_size_class_takes_its_arena)
 
 /* An embedder's allocator replaces the default before the first block:
  * the library then makes no arena at all. */
-Test(alloc_jemalloc, a_replaced_allocator_makes_no_arena)
+Test(core_jemalloc, a_replaced_allocator_makes_no_arena)
 {
     unsigned before = read_unsigned("arenas.narenas");
     void *p;
@@ -183,7 +183,7 @@ static void *alloc_burst(void *arg)
  * worker frees the producers' handles) go back to the library's arena:
  * its small bytes return to what they were once both caches are flushed
  * (the allocating thread's at its exit). */
-Test(alloc_jemalloc, blocks_freed_on_another_thread_go_back_to_the_arena)
+Test(core_jemalloc, blocks_freed_on_another_thread_go_back_to_the_arena)
 {
     struct burst b = {calloc(BURST, sizeof(void *)), BURST};
     unsigned a = library_arena();
@@ -224,7 +224,7 @@ static void *free_then_wait(void *arg)
  * handles) gets a thread cache all the same: its frees stay in its cache
  * instead of each locking the arena (jemalloc gives a thread whose first
  * call is a free none), and the cache goes back at the thread's exit. */
-Test(alloc_jemalloc, a_thread_that_only_frees_has_a_cache)
+Test(core_jemalloc, a_thread_that_only_frees_has_a_cache)
 {
     pthread_barrier_t held;
     void *p[10];
@@ -299,20 +299,20 @@ static void burst_reused(size_t size)
 /* The reason for the arena: in an automatic arena the freed 20 KiB slabs of
  * 80-byte blocks join into one dirty extent that jemalloc will not split
  * for a slab, and the next burst faults on new pages. */
-Test(alloc_jemalloc, a_freed_burst_of_a_large_slab_class_is_reused)
+Test(core_jemalloc, a_freed_burst_of_a_large_slab_class_is_reused)
 {
     burst_reused(LONG_HANDLE);
 }
 
 /* And why the other classes can stay on the fast path: jemalloc takes their
  * freed slabs back as they are. */
-Test(alloc_jemalloc, a_freed_burst_of_a_small_slab_class_is_reused)
+Test(core_jemalloc, a_freed_burst_of_a_small_slab_class_is_reused)
 {
     burst_reused(HANDLE);
 }
 #else
 /* ALLOC=libc: no jemalloc, nothing to test here. */
-Test(alloc_jemalloc, libc_build_takes_blocks_from_malloc)
+Test(core_jemalloc, libc_build_takes_blocks_from_malloc)
 {
     void *p = tw_alloc(80);
 

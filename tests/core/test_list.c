@@ -6,7 +6,7 @@
 
 #include "list.h"
 
-Test(list, unlink_reports_empty_list)
+Test(core_list, unlink_reports_empty_list)
 {
     struct tw_link head;
     struct tw_timer a, b, c;
@@ -24,7 +24,7 @@ Test(list, unlink_reports_empty_list)
     cr_assert(tw__list_empty(&head));
 }
 
-Test(list, splice_keeps_order)
+Test(core_list, splice_keeps_order)
 {
     struct tw_link x, y;
     struct tw_timer t[4];

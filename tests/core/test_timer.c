@@ -17,7 +17,7 @@ static void nop(struct tw_timer *t, void *arg)
 
 /* Two links, the deadline, the callback and its argument; nothing else
  * (core.h also asserts it at compile time on 64-bit targets). */
-Test(timer, size_fits_40_bytes)
+Test(core_timer, size_fits_40_bytes)
 {
     cr_assert_leq(sizeof(struct tw_timer), 5 * sizeof(void *) > 40
                                                ? 5 * sizeof(void *)
@@ -26,7 +26,7 @@ Test(timer, size_fits_40_bytes)
         cr_assert_eq(sizeof(struct tw_timer), 40);
 }
 
-Test(timer, init_makes_idle_timer)
+Test(core_timer, init_makes_idle_timer)
 {
     struct tw_timer t;
     int arg;
@@ -38,7 +38,7 @@ Test(timer, init_makes_idle_timer)
     tw_timer_init(NULL, nop, NULL); /* no-op */
 }
 
-Test(timer, null_arguments)
+Test(core_timer, null_arguments)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct tw_timer t;
@@ -59,7 +59,7 @@ Test(timer, null_arguments)
     tw_destroy(w);
 }
 
-Test(timer, zeroed_timer_and_null_callback_refused)
+Test(core_timer, zeroed_timer_and_null_callback_refused)
 {
     struct tw_wheel *w = wheel_new(TW_HASHED);
     struct tw_timer zero, nocb;
@@ -77,7 +77,7 @@ Test(timer, zeroed_timer_and_null_callback_refused)
     tw_destroy(w);
 }
 
-Test(timer, schedule_twice_is_busy_and_keeps_first)
+Test(core_timer, schedule_twice_is_busy_and_keeps_first)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r;
@@ -92,7 +92,7 @@ Test(timer, schedule_twice_is_busy_and_keeps_first)
     tw_destroy(w);
 }
 
-Test(timer, rearm_moves_and_reports_pending)
+Test(core_timer, rearm_moves_and_reports_pending)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r;
@@ -109,7 +109,7 @@ Test(timer, rearm_moves_and_reports_pending)
     tw_destroy(w);
 }
 
-Test(timer, cancel_twice_and_cancel_idle)
+Test(core_timer, cancel_twice_and_cancel_idle)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r;
@@ -126,7 +126,7 @@ Test(timer, cancel_twice_and_cancel_idle)
     tw_destroy(w);
 }
 
-Test(timer, cancel_of_due_timer_before_it_runs)
+Test(core_timer, cancel_of_due_timer_before_it_runs)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r;
@@ -139,7 +139,7 @@ Test(timer, cancel_of_due_timer_before_it_runs)
     tw_destroy(w);
 }
 
-Test(timer, schedule_after_uses_wheel_time)
+Test(core_timer, schedule_after_uses_wheel_time)
 {
     struct tw_wheel *w = wheel_new(TW_HASHED);
     struct tw_timer t;

@@ -20,7 +20,7 @@ static int create_err(struct tw_config *cfg)
     return err;
 }
 
-Test(wheel, config_defaults)
+Test(core_wheel, config_defaults)
 {
     struct tw_config cfg;
 
@@ -34,7 +34,7 @@ Test(wheel, config_defaults)
     cr_assert_eq(create_err(&cfg), 0);
 }
 
-Test(wheel, bad_configs_rejected)
+Test(core_wheel, bad_configs_rejected)
 {
     static const uint32_t zero[] = {0}, one[] = {1}, big[] = {4097},
                           two[] = {64, 64}, huge[] = {1u << 31};
@@ -90,7 +90,7 @@ Test(wheel, bad_configs_rejected)
     cr_assert_eq(create_err(&cfg), 0, "hashed with one slot");
 }
 
-Test(wheel, start_time_and_now)
+Test(core_wheel, start_time_and_now)
 {
     struct tw_config cfg;
     struct tw_wheel *w;
@@ -113,7 +113,7 @@ Test(wheel, start_time_and_now)
     tw_destroy(w);
 }
 
-Test(wheel, next_deadline)
+Test(core_wheel, next_deadline)
 {
     struct tw_wheel *h = wheel_new(TW_HIER), *x = wheel_new(TW_HASHED);
     struct rec a, b;
@@ -140,7 +140,7 @@ Test(wheel, next_deadline)
     tw_destroy(x);
 }
 
-Test(wheel, destroy_detaches_pending_timers)
+Test(core_wheel, destroy_detaches_pending_timers)
 {
     for (int mode = 0; mode < 2; mode++) {
         struct tw_wheel *w = wheel_new((enum tw_mode)mode);
@@ -187,7 +187,7 @@ static int stop_at_two(struct tw_timer *t, void *ctx)
     return ++*(int *)ctx == 2 ? 42 : 0;
 }
 
-Test(wheel, visit_every_pending_timer)
+Test(core_wheel, visit_every_pending_timer)
 {
     for (int mode = 0; mode < 2; mode++) {
         struct tw_wheel *w = wheel_new((enum tw_mode)mode);
@@ -249,7 +249,7 @@ static void drain_one(struct tw_timer *t, void *ctx)
 /* Every pending timer (deferred, due, in slots of every level) is taken
  * out once and is no longer pending when fn gets it; the wheel is empty,
  * consistent and usable afterwards. */
-Test(wheel, drain_takes_every_pending_timer)
+Test(core_wheel, drain_takes_every_pending_timer)
 {
     for (int mode = 0; mode < 2; mode++) {
         struct tw_wheel *w = wheel_new((enum tw_mode)mode);
@@ -322,7 +322,7 @@ static int drain_from_visitor(struct tw_timer *t, void *ctx)
     return 0;
 }
 
-Test(wheel, drain_bad_input)
+Test(core_wheel, drain_bad_input)
 {
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct rec r[2];
