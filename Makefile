@@ -74,6 +74,12 @@ DESC_purgatory := delayed operations watched by keys, over timewheel
 # deleted header does not stop the build); the .d files are read at the end.
 DEPFLAGS = -MMD -MP
 
+# Each shared library finds the layers below it in its own folder ($ORIGIN),
+# wherever they are installed: a program that links only the purgatory then
+# starts without a run path to libtimewheel-service and libtimewheel, which
+# only the purgatory's library needs.
+SO_RUNPATH := -Wl,-rpath,'$$ORIGIN'
+
 # $(call layer_rules,L): objects, static and shared library of layer L. A
 # layer's files see its own folder's private headers and the public ones.
 define layer_rules
@@ -84,10 +90,11 @@ SO_$(1) := $$(B)/lib$$(NAME_$(1)).so
 $$(A_$(1)): $$(OBJ_$(1))
 	rm -f $$@
 	ar rcs $$@ $$^
-$$(SO_$(1)): $$(OBJ_$(1)) $$(foreach n,$$(NEEDS_$(1)),$$(SO_$$(n)))
+# The Makefile too: a change of the link flags (SO_RUNPATH) relinks.
+$$(SO_$(1)): $$(OBJ_$(1)) $$(foreach n,$$(NEEDS_$(1)),$$(SO_$$(n))) Makefile
 	$$(CC) -shared $$(SANFLAGS) -Wl,-soname,lib$$(NAME_$(1)).so.0 -o $$@ \
 	    $$(OBJ_$(1)) -L$$(B) $$(foreach n,$$(NEEDS_$(1)),-l$$(NAME_$$(n))) \
-	    $$(EXT_$(1))
+	    $$(EXT_$(1)) $$(SO_RUNPATH)
 endef
 $(foreach l,$(LAYERS),$(eval $(call layer_rules,$(l))))
 
@@ -169,8 +176,13 @@ deps:
 # ---- install ---------------------------------------------------------------
 # A pkg-config module per layer; each names the prefix, so it is written at
 # install time. A layer's module requires the modules of the layers below.
+# Outside /usr (where the loader looks anyway, and where Debian forbids run
+# paths) a module's Libs carry a run path to its libdir, so that
+# `cc prog.c $(pkg-config --cflags --libs timewheel)` makes a program that
+# starts, under /usr/local (no ldconfig needed) or any prefix of the user's.
 PC_VERSION = $(shell sed -n 's/^\#define TW_VERSION_STRING "\(.*\)"/\1/p' include/timewheel/core.h)
-pc_text = prefix=$(PREFIX)\nincludedir=$${prefix}/include\nlibdir=$${prefix}/lib\n\nName: $(NAME_$(1))\nDescription: $(DESC_$(1))\nVersion: $(PC_VERSION)\nRequires: $(foreach n,$(NEEDS_$(1)),$(NAME_$(n)))\nCflags: -I$${includedir}\nLibs: -L$${libdir} -l$(NAME_$(1))\nLibs.private: $(EXT_$(1))\n
+PC_RUNPATH = $(if $(filter /usr /usr/,$(PREFIX)),, -Wl$(comma)-rpath$(comma)$${libdir})
+pc_text = prefix=$(PREFIX)\nincludedir=$${prefix}/include\nlibdir=$${prefix}/lib\n\nName: $(NAME_$(1))\nDescription: $(DESC_$(1))\nVersion: $(PC_VERSION)\nRequires: $(foreach n,$(NEEDS_$(1)),$(NAME_$(n)))\nCflags: -I$${includedir}\nLibs: -L$${libdir} -l$(NAME_$(1))$(PC_RUNPATH)\nLibs.private: $(EXT_$(1))\n
 PCDIR = $(DESTDIR)$(PREFIX)/lib/pkgconfig
 
 install: lib

@@ -38,7 +38,9 @@ examples: deps examples-install
 	$(CC) $(EX_CFLAGS) -o $(EX_DIR)/loopback tests/loop/loopback.c \
 	    $$($(EX_PC) --cflags --libs timewheel-loop)
 
+# No LD_LIBRARY_PATH: the programs find the library through the run path
+# its pkg-config modules give them (the top Makefile, "install").
 examples-run: examples
-	LD_LIBRARY_PATH=$(EX_PREFIX)/lib $(EX_DIR)/libevent_timers
-	LD_LIBRARY_PATH=$(EX_PREFIX)/lib $(EX_DIR)/loopback $(EX_DIR)/epoll_server
-	LD_LIBRARY_PATH=$(EX_PREFIX)/lib $(EX_DIR)/loopback $(EX_DIR)/uv_server
+	$(EX_DIR)/libevent_timers
+	$(EX_DIR)/loopback $(EX_DIR)/epoll_server
+	$(EX_DIR)/loopback $(EX_DIR)/uv_server
