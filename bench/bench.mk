@@ -4,7 +4,9 @@
 #
 #   make bench          install what it needs, build build/bench/twbench, run
 #                       the service benchmark (bench/service, 10 s), then the
-#                       quick suite (about 2 min 30 s on 2 cores)
+#                       quick suite (about 2 min 30 s on 2 cores); prints a
+#                       progress line on a terminal, nothing else until the
+#                       summary table at the end
 #   make bench-full     the same at full sizes, up to 10^7 timers (long)
 #   make bench-smoke    build twbench and run it once on tiny sizes (CI)
 #   make bench-docs     copy the last full run's plots into docs/img/
@@ -34,21 +36,27 @@ bench bench-full bench-smoke: DEPS_EXTRA = $(DEPS_BENCH)
 .PHONY: bench bench-full bench-smoke bench-build bench-docs
 
 # First the threaded service's own benchmark (bench/service/): throughput,
-# lateness and idle wake-ups, into service.csv, which twbench then puts in
-# report.md beside the wheels' results.
+# lateness and idle wake-ups, into service.csv (its table into service.txt),
+# which twbench then puts in report.md beside the wheels' results. Quiet
+# builds; twbench shows a progress line on a terminal and ends with one
+# table (every table: BENCH_ARGS=--tables, or report.md).
 bench: deps
-	@$(MAKE) --no-print-directory bench-build svcbench
+	@$(MAKE) -s --no-print-directory bench-build svcbench
 	@mkdir -p $(BENCH_DIR)
-	rm -f $(BENCH_DIR)/service.csv
-	$(SVC_BENCH_BIN) --quick --csv $(BENCH_DIR)/service.csv
-	$(BENCH_BIN) --suite quick --out $(BENCH_DIR) $(BENCH_ARGS)
+	@rm -f $(BENCH_DIR)/service.csv
+	@echo "bench: the service (svcbench --quick, about 10 s): $(BENCH_DIR)/service.csv"
+	@$(SVC_BENCH_BIN) --quick --csv $(BENCH_DIR)/service.csv \
+	    > $(BENCH_DIR)/service.txt
+	@$(BENCH_BIN) --suite quick --out $(BENCH_DIR) $(BENCH_ARGS)
 
 bench-full: deps
-	@$(MAKE) --no-print-directory bench-build svcbench
+	@$(MAKE) -s --no-print-directory bench-build svcbench
 	@mkdir -p $(BENCH_DIR)/full
-	rm -f $(BENCH_DIR)/full/service.csv
-	$(SVC_BENCH_BIN) --csv $(BENCH_DIR)/full/service.csv
-	$(BENCH_BIN) --suite full --out $(BENCH_DIR)/full $(BENCH_ARGS)
+	@rm -f $(BENCH_DIR)/full/service.csv
+	@echo "bench: the service (svcbench): $(BENCH_DIR)/full/service.csv"
+	@$(SVC_BENCH_BIN) --csv $(BENCH_DIR)/full/service.csv \
+	    > $(BENCH_DIR)/full/service.txt
+	@$(BENCH_BIN) --suite full --out $(BENCH_DIR)/full $(BENCH_ARGS)
 
 bench-smoke: deps
 	@$(MAKE) --no-print-directory bench-build

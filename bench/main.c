@@ -67,7 +67,11 @@ static void usage(FILE *f)
             "      --timeout MS      purgatory: request timeout\n"
             "      --max-run N       burst: callbacks per bounded advance\n"
             "      --no-plots        do not run gnuplot\n"
-            "  -q, --quiet           no progress line on stderr\n"
+            "      --tables          print every table (by default one table\n"
+            "                        of each workload's main figure; report.md\n"
+            "                        has them all)\n"
+            "  -q, --quiet           no progress line on stderr (there is none\n"
+            "                        when stderr is not a terminal)\n"
             "  -h, --help            this text\n"
             "\n"
             "Example: twbench -s quick -w churn,expire -i hier,heap -n 1e4,1e6 "
@@ -141,9 +145,11 @@ struct cli {
     const char *out;
     const char *wl, *im, *sizes;
     bool no_plots;
+    bool tables; /* every table, not the summary */
 };
 
-enum { OPT_RATE = 256, OPT_P50, OPT_P75, OPT_TIMEOUT, OPT_MAXRUN, OPT_NOPLOT };
+enum { OPT_RATE = 256, OPT_P50, OPT_P75, OPT_TIMEOUT, OPT_MAXRUN, OPT_NOPLOT,
+       OPT_TABLES };
 
 static const struct option longopts[] = {
     {"suite", required_argument, NULL, 's'},
@@ -160,6 +166,7 @@ static const struct option longopts[] = {
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"max-run", required_argument, NULL, OPT_MAXRUN},
     {"no-plots", no_argument, NULL, OPT_NOPLOT},
+    {"tables", no_argument, NULL, OPT_TABLES},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -215,6 +222,8 @@ static void apply_option(int c, struct run_config *cfg, struct cli *cli)
         cfg->quiet = true;
     else if (c == OPT_NOPLOT)
         cli->no_plots = true;
+    else if (c == OPT_TABLES)
+        cli->tables = true;
     else if (c != 's' && !param_option(c, optarg, &cfg->p)) {
         fprintf(stderr, "twbench: bad value '%s'\n", optarg);
         exit(2);
@@ -315,7 +324,10 @@ int main(int argc, char **argv)
            m.perf);
     fflush(stdout);
     runner_run(&cfg, &rs);
-    output_tables(&rs, cfg.im, cfg.nim);
+    if (cli.tables)
+        output_tables(&rs, cfg.im, cfg.nim);
+    else
+        output_summary(&rs, cfg.im, cfg.nim);
     if (!cli.no_plots)
         output_plots(&rs, &cfg, cli.out, &pl);
     if (!output_csv(&rs, cli.out) ||

@@ -76,12 +76,13 @@ static void show(struct progress *pr, const struct workload *wl,
 {
     double el = (double)(clock_now_ns() - pr->t0) / 1e9;
 
-    if (pr->quiet)
+    /* One line rewritten in place on a terminal; nothing in a log. */
+    if (pr->quiet || !pr->tty)
         return;
-    fprintf(stderr, "%s[%3u/%u %4.0fs] %-9s %-4s n=%-9llu %-10s%s",
-            pr->tty ? "\r" : "", pr->done, pr->total, el, wl->name,
+    fprintf(stderr, "\r[%3u/%u %4.0fs] %-9s %-4s n=%-9llu %-10s\033[K",
+            pr->done, pr->total, el, wl->name,
             wl->nvariants > 1 ? wl->variants[variant] : "",
-            (unsigned long long)n, what, pr->tty ? "\033[K" : "\n");
+            (unsigned long long)n, what);
 }
 
 /* One implementation's cell of the row being run, between its calls. */

@@ -1,6 +1,6 @@
 /*
  * Everything twbench writes from the results: the terminal tables
- * (table.c), results.csv (csv.c), the gnuplot plots (plot.c) and report.md
+ * (table.c, summary.c), results.csv (csv.c), the gnuplot plots (plot.c) and report.md
  * (report.c).
  */
 #ifndef BENCH_OUTPUT_H
@@ -28,8 +28,13 @@ struct plots {
 /* Open dir/name for writing; NULL after printing why. */
 FILE *output_open(const char *dir, const char *name);
 
+/* Every table: one per workload metric (and variant), sizes as columns. */
 void output_tables(const struct results *rs, const struct impl *const *impls,
                    unsigned nimpls);
+/* One table: each workload's main metric (and variant) at its largest size
+ * measured, the implementations as columns. */
+void output_summary(const struct results *rs, const struct impl *const *impls,
+                    unsigned nimpls);
 /* Write dir/results.csv; false on error (printed). */
 bool output_csv(const struct results *rs, const char *dir);
 /* Write the data and gnuplot scripts under dir/plots, run gnuplot. */

@@ -1,7 +1,12 @@
 /*
- * The performance targets (docs/benchmarks.md), as data. A target either bounds
- * one measured median (at most `limit`), or asks that another implementation be
- * at least `limit` times slower than ours (a ratio of medians).
+ * The performance targets (docs/benchmarks.md, "Targets"), as data. A target
+ * either bounds one measured median (at most `limit`: bytes, or a time so
+ * far above the measured one that the machine's speed cannot decide it), or
+ * asks that another implementation be at least `limit` times slower than
+ * ours (a ratio of medians in the same run: the project's measurement
+ * rule). The first round's absolute nanoseconds for churn and expire were
+ * set from other wheels on another machine; they are in docs/benchmarks.md's
+ * history, and the ratios below replace them.
  */
 #include <math.h>
 #include <stdio.h>
@@ -10,8 +15,12 @@
 #include "format.h"
 #include "targets.h"
 
-/* hier may be at most this many times slower than hier-pow2. */
+/* hier may be at most this many times slower than hier-pow2 ... */
 #define POW2_LIMIT 1.3
+/* ... at this size and above, when a metric has sizes above it: at 10^3
+ * a repetition of a per-timer metric lasts a few microseconds, too short to
+ * tell 1.3x from the noise. */
+#define POW2_MIN_N 10000
 
 struct target {
     const char *label;
@@ -22,18 +31,14 @@ struct target {
 };
 
 static const struct target targets[] = {
-    {"churn: hier <= 30 ns per pair at 10^6", "churn", "ns_per_pair", "hier",
-     1000000, NULL, 30},
-    {"churn: hier <= 40 ns per pair at 10^7", "churn", "ns_per_pair", "hier",
-     10000000, NULL, 40},
     {"churn: hier >= 10x faster than libuv at 10^6", "churn", "ns_per_pair",
      "hier", 1000000, "libuv", 10},
-    {"expire (1 h): hier <= 30 ns per timer at 10^5", "expire",
-     "ns_per_timer_1h", "hier", 100000, NULL, 30},
-    {"expire (1 h): hier <= 150 ns per timer at 10^6", "expire",
-     "ns_per_timer_1h", "hier", 1000000, NULL, 150},
-    {"expire (1 h): hier <= 350 ns per timer at 10^7", "expire",
-     "ns_per_timer_1h", "hier", 10000000, NULL, 350},
+    {"expire (1 h): hier >= 2x faster than the heap at 10^5", "expire",
+     "ns_per_timer_1h", "hier", 100000, "heap", 2},
+    {"expire (1 h): hier >= 2x faster than the heap at 10^6", "expire",
+     "ns_per_timer_1h", "hier", 1000000, "heap", 2},
+    {"expire (1 h): hier >= 2x faster than libev at 10^6", "expire",
+     "ns_per_timer_1h", "hier", 1000000, "libev", 2},
     {"longdelay: hier >= 100x less CPU per hour than hashed", "longdelay",
      "cpu_s", "hier", 0, "hashed", 100},
     {"jump: hier < 100 us for 30 days", "jump", "us_per_call", "hier", 10, NULL,
@@ -100,7 +105,8 @@ static void pow2_row(FILE *f, const struct results *rs, const struct result *r)
         double q;
 
         if (!h || !p || !h->reps || !p->reps || h->median <= 0 ||
-            p->median <= 0)
+            p->median <= 0 || (sizes[k] < POW2_MIN_N && ns > 1 &&
+                               sizes[ns - 1] >= POW2_MIN_N))
             continue;
         q = higher ? p->median / h->median : h->median / p->median;
         if (isnan(worst) || q > worst) {
@@ -122,10 +128,11 @@ void targets_report(FILE *f, const struct results *rs)
         target_row(f, rs, &targets[i]);
     fprintf(f,
             "\nhier against hier-pow2 (target: hier within %.1fx on "
-            "every workload; the worst size shown, >1 means hier is "
-            "slower):\n\n| workload | metric | worst hier / hier-pow2 | |\n"
+            "every workload, at n >= %d where a metric has such sizes; "
+            "the worst size shown, >1 means hier is slower):\n\n"
+            "| workload | metric | worst hier / hier-pow2 | |\n"
             "|---|---|---|---|\n",
-            POW2_LIMIT);
+            POW2_LIMIT, POW2_MIN_N);
     for (size_t i = 0; i < rs->n; i++) {
         const struct result *r = &rs->r[i];
         bool first = strcmp(r->im->name, "hier") == 0;
