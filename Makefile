@@ -135,9 +135,9 @@ $(B)/tests/obj/%.o: tests/%.c
 $(TEST_BIN): $(TEST_OBJ) $(STATIC)
 	$(CC) $(TEST_CFLAGS) -o $@ $(TEST_OBJ) $(STATIC) -lcriterion $(LDLIBS_LIB) -lm
 
-# make test, in four steps: the packaging tests (tests/install_test.sh: an
-# installed copy at two prefixes through pkg-config; tests/readme_test.sh:
-# the README's example), the examples over real event loops (examples-run,
+# make test, in four steps: the packaging tests (tests/install_test.sh:
+# installed copies built against through pkg-config, at a prefix of one's
+# own and at /usr/local; tests/readme_test.sh: the README's example), the examples over real event loops (examples-run,
 # docs/examples/examples.mk: libuv, libevent and epoll servers on 127.0.0.1,
 # hence DEPS_EXAMPLES), then the Criterion suite, whose summary is the last
 # thing printed.
@@ -176,8 +176,8 @@ deps:
 # ---- install ---------------------------------------------------------------
 # A pkg-config module per layer; each names the prefix, so it is written at
 # install time. A layer's module requires the modules of the layers below.
-# Outside /usr (where the loader looks anyway, and where Debian forbids run
-# paths) a module's Libs carry a run path to its libdir, so that
+# Outside /usr (where the loader looks anyway, and where Debian's policy
+# wants no run paths) a module's Libs carry a run path to its libdir, so that
 # `cc prog.c $(pkg-config --cflags --libs timewheel)` makes a program that
 # starts, under /usr/local (no ldconfig needed) or any prefix of the user's.
 PC_VERSION = $(shell sed -n 's/^\#define TW_VERSION_STRING "\(.*\)"/\1/p' include/timewheel/core.h)
