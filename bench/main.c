@@ -67,10 +67,10 @@ static void usage(FILE *f)
             "      --timeout MS      purgatory: request timeout\n"
             "      --max-run N       burst: callbacks per bounded advance\n"
             "      --no-plots        do not run gnuplot\n"
-            "      --tables          print every table (by default one table\n"
-            "                        of each workload's main figure; report.md\n"
-            "                        has them all)\n"
-            "  -q, --quiet           no progress line on stderr (there is none\n"
+            "      --tables          every table, not one of the main "
+            "figures\n"
+            "  -q, --quiet           no progress line on stderr (none is "
+            "shown\n"
             "                        when stderr is not a terminal)\n"
             "  -h, --help            this text\n"
             "\n"
@@ -148,8 +148,15 @@ struct cli {
     bool tables; /* every table, not the summary */
 };
 
-enum { OPT_RATE = 256, OPT_P50, OPT_P75, OPT_TIMEOUT, OPT_MAXRUN, OPT_NOPLOT,
-       OPT_TABLES };
+enum {
+    OPT_RATE = 256,
+    OPT_P50,
+    OPT_P75,
+    OPT_TIMEOUT,
+    OPT_MAXRUN,
+    OPT_NOPLOT,
+    OPT_TABLES
+};
 
 static const struct option longopts[] = {
     {"suite", required_argument, NULL, 's'},

@@ -1,7 +1,7 @@
 /*
  * Everything twbench writes from the results: the terminal tables
- * (table.c, summary.c), results.csv (csv.c), the gnuplot plots (plot.c) and report.md
- * (report.c).
+ * (table.c, summary.c), results.csv (csv.c), the gnuplot plots (plot.c) and
+ * report.md (report.c).
  */
 #ifndef BENCH_OUTPUT_H
 #define BENCH_OUTPUT_H

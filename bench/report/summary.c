@@ -3,8 +3,8 @@
  * variant), its main metric (the workload's first; its name says its unit)
  * at the largest size the first implementation measured: that one's median,
  * then every other's as a ratio to it, oriented so that above 1 is always
- * worse (its time over ours, or our rate over its). Every metric at every size is
- * in report.md and results.csv, and `twbench --tables` prints them all.
+ * worse (its time over ours, or our rate over its). Every metric at every size
+ * is in report.md and results.csv, and `twbench --tables` prints them all.
  */
 #include <stdio.h>
 #include <string.h>
@@ -39,8 +39,8 @@ static uint64_t largest_size(const struct results *rs, const char *wl,
     size_t ns = results_sizes(rs, wl, metric, sizes, 32);
 
     for (size_t k = ns; k > 0; k--) {
-        const struct result *r = results_find(rs, wl, metric, first,
-                                              sizes[k - 1]);
+        const struct result *r =
+            results_find(rs, wl, metric, first, sizes[k - 1]);
 
         if (r && r->reps)
             return sizes[k - 1];
@@ -65,8 +65,7 @@ static void print_ratio(const struct result *ours, const struct result *r)
 static void print_row(const struct results *rs, const struct result *first,
                       const struct impl *const *impls, unsigned nimpls)
 {
-    uint64_t n = largest_size(rs, first->wl->name, first->name,
-                              impls[0]->name);
+    uint64_t n = largest_size(rs, first->wl->name, first->name, impls[0]->name);
     const struct result *ours;
     char label[160], sz[32], v[32];
 
@@ -75,8 +74,8 @@ static void print_row(const struct results *rs, const struct result *first,
     ours = results_find(rs, first->wl->name, first->name, impls[0]->name, n);
     format_size(n, sz, sizeof(sz));
     format_value(ours->median, v, sizeof(v));
-    snprintf(label, sizeof(label), "%s: %s at %s", first->wl->name,
-             first->name, sz);
+    snprintf(label, sizeof(label), "%s: %s at %s", first->wl->name, first->name,
+             sz);
     printf("%-*s %*s", LABEL_W, label, FIRST_W, v);
     for (unsigned i = 1; i < nimpls; i++)
         print_ratio(ours, results_find(rs, first->wl->name, first->name,

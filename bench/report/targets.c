@@ -105,8 +105,8 @@ static void pow2_row(FILE *f, const struct results *rs, const struct result *r)
         double q;
 
         if (!h || !p || !h->reps || !p->reps || h->median <= 0 ||
-            p->median <= 0 || (sizes[k] < POW2_MIN_N && ns > 1 &&
-                               sizes[ns - 1] >= POW2_MIN_N))
+            p->median <= 0 ||
+            (sizes[k] < POW2_MIN_N && ns > 1 && sizes[ns - 1] >= POW2_MIN_N))
             continue;
         q = higher ? p->median / h->median : h->median / p->median;
         if (isnan(worst) || q > worst) {
