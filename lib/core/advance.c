@@ -164,6 +164,11 @@ drive_sliced(struct tw_wheel *w, uint64_t target, uint64_t max_run,
         if (w->mode == TW_HIER) {
             if (!tw__hier_collect_sliced(w, target, &work))
                 return ran;
+        } else if (w->count == 0) {
+            /* Nothing in the buckets: no tick needs walking, and the
+             * hashed wheel's next tick must be the target's (wheel.c). */
+            w->cur = target;
+            return ran;
         } else if (work == 0 || (work--, !tw__hashed_collect(w, target))) {
             return ran;
         }

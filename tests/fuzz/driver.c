@@ -49,6 +49,7 @@
 #include "driver.h"
 #include "model.h"
 #include "timewheel.h"
+#include "wheel.h" /* the tick a sliced advance stopped at (advance()) */
 
 /* Few timers, so that operations keep meeting the same ones. */
 #define NTIMERS 24
@@ -460,8 +461,20 @@ static void advance(struct fuzz *f, uint64_t now, uint64_t budget,
     CHECK(f, ran >= 0 && (uint64_t)ran == f->st.fired - before,
           "advance returned %lld, %llu callbacks ran", (long long)ran,
           (unsigned long long)(f->st.fired - before));
+    /* A sliced call is done when no work is left at now; one that is not
+     * leaves the wheel's tick anywhere from the last timer it ran to the
+     * target, which the floor then follows exactly (wheel.h): every timer
+     * due by it is due now, the others must come in order of due tick. */
     complete = work ? tw_next_deadline(f->w) > now
                     : !budget || (uint64_t)ran < budget;
+    if (work && !complete) {
+        CHECK(f, f->w->cur >= f->floor && f->w->cur >= f->last_due &&
+                     f->w->cur <= f->target,
+              "sliced advance left tick %llu outside [%llu, %llu]",
+              (unsigned long long)f->w->cur, (unsigned long long)f->floor,
+              (unsigned long long)f->target);
+        f->last_due = f->w->cur;
+    }
     if (f->cfg.mode == TW_HASHED)
         f->hashed_ticks += f->target - f->floor;
     if (complete) {
