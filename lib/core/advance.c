@@ -248,6 +248,10 @@ TW_PUBLIC int64_t tw_advance_sliced(struct tw_wheel *w, uint64_t now,
     w->busy |= TW__ADVANCING;
     ran = drive_sliced(w, target, max_run, max_work - moved,
                        !tw__list_empty(&w->deferred));
+    /* A hashed wheel that has nothing left is at the target: whatever
+     * stopped the drive, no tick is left to walk. */
+    if (w->mode == TW_HASHED && w->count == 0)
+        w->cur = target;
     finish(w);
     return (int64_t)ran;
 }
