@@ -5,7 +5,11 @@
 #   make bench          install what it needs, build build/bench/twbench, run
 #                       the service benchmark (bench/service, 10 s), then the
 #                       quick suite (about 2 min 30 s on 2 cores)
-#   make bench-full     the same at full sizes, up to 10^7 timers (long)
+#   make bench-full     the same at full sizes, up to 10^7 timers, and the
+#                       scale and stall workloads up to 10^8 (long)
+#   make bench-scale    only those two: the cost of each operation from 10^3
+#                       to 10^8 pending (hier, hashed, heap, libev), and the
+#                       longest advance call at 10^6 and 10^7 (about 40 min)
 #   make bench-smoke    build twbench and run it once on tiny sizes (CI)
 #   make bench-docs     copy the last full run's plots into docs/img/
 #
@@ -31,9 +35,9 @@ BENCH_LIBS := $(STATIC) -luv -levent_core -lev $(LDLIBS_LIB) -ldl -lm
 BENCH_ARGS ?=
 
 DEPS_BENCH := libuv1-dev libevent-dev libev-dev gnuplot-nox
-bench bench-full bench-smoke: DEPS_EXTRA = $(DEPS_BENCH)
+bench bench-full bench-smoke bench-scale: DEPS_EXTRA = $(DEPS_BENCH)
 
-.PHONY: bench bench-full bench-smoke bench-build bench-docs
+.PHONY: bench bench-full bench-smoke bench-scale bench-build bench-docs
 
 # First the threaded service's own benchmark (bench/service/): throughput,
 # lateness and idle wake-ups, into service.csv, which twbench then puts in
@@ -51,6 +55,12 @@ bench-full: deps
 	rm -f $(BENCH_DIR)/full/service.csv
 	$(SVC_BENCH_BIN) --csv $(BENCH_DIR)/full/service.csv
 	$(BENCH_BIN) --suite full --out $(BENCH_DIR)/full $(BENCH_ARGS)
+
+bench-scale: deps
+	@$(MAKE) --no-print-directory bench-build
+	@mkdir -p $(BENCH_DIR)/scale
+	$(BENCH_BIN) --suite full -w scale,stall -i hier,hashed,heap,libev \
+	    --out $(BENCH_DIR)/scale $(BENCH_ARGS)
 
 bench-smoke: deps
 	@$(MAKE) --no-print-directory bench-build
