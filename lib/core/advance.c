@@ -53,20 +53,35 @@
 #include "list.h"
 #include "wheel.h"
 
-/* Step 1 for at most budget timers; returns how many it moved. */
-static uint64_t flush_deferred(struct tw_wheel *w, uint64_t budget)
+/* Put one deferred timer where it now belongs (step 1). */
+static inline __attribute__((always_inline)) void
+flush_one(struct tw_wheel *w, uint64_t due_ns)
+{
+    struct tw_timer *t = tw__list_timer(w->deferred.next);
+
+    tw__list_unlink(&t->link);
+    if (t->deadline <= due_ns)
+        tw__list_push_back(&w->expired, &t->link);
+    else
+        tw__insert(w, t);
+}
+
+/* Step 1: every deferred timer. */
+static void flush_deferred(struct tw_wheel *w)
+{
+    uint64_t due_ns = tw__tick_time(w, w->cur);
+
+    while (!tw__list_empty(&w->deferred))
+        flush_one(w, due_ns);
+}
+
+/* Step 1 of a sliced advance: at most budget timers; returns how many. */
+static uint64_t flush_deferred_some(struct tw_wheel *w, uint64_t budget)
 {
     uint64_t due_ns = tw__tick_time(w, w->cur), n = 0;
 
-    for (; n < budget && !tw__list_empty(&w->deferred); n++) {
-        struct tw_timer *t = tw__list_timer(w->deferred.next);
-
-        tw__list_unlink(&t->link);
-        if (t->deadline <= due_ns)
-            tw__list_push_back(&w->expired, &t->link);
-        else
-            tw__insert(w, t);
-    }
+    for (; n < budget && !tw__list_empty(&w->deferred); n++)
+        flush_one(w, due_ns);
     return n;
 }
 
@@ -134,12 +149,12 @@ drive_expiry(struct tw_wheel *w, uint64_t target, uint64_t max_run)
  * walk every tick while anything is pending, the boundary of the next tick,
  * so that only advances within the tick already reached take the inline
  * path. */
-static uint64_t idle_until(const struct tw_wheel *w)
+static inline __attribute__((always_inline)) uint64_t
+idle_until(const struct tw_wheel *w)
 {
     uint64_t tick;
 
-    if (!tw__list_empty(&w->expired) || !tw__list_empty(&w->deferred) ||
-        !tw__list_empty(&w->demoting))
+    if (!tw__list_empty(&w->expired) || !tw__list_empty(&w->deferred))
         return 0;
     if (w->mode == TW_HASHED)
         return w->cur < w->max_tick ? tw__tick_time(w, w->cur + 1) : UINT64_MAX;
@@ -177,8 +192,8 @@ drive_sliced(struct tw_wheel *w, uint64_t target, uint64_t max_run,
 
 /* What every advance checks and sets before it drives; 0 to go on, or the
  * error, changing nothing. Returns the target tick in *target. */
-static int begin(struct tw_wheel *w, uint64_t now, uint64_t max_run,
-                 uint64_t *target)
+static inline __attribute__((always_inline)) int
+begin(struct tw_wheel *w, uint64_t now, uint64_t max_run, uint64_t *target)
 {
     if (!w || max_run == 0)
         return -EINVAL;
@@ -192,13 +207,19 @@ static int begin(struct tw_wheel *w, uint64_t now, uint64_t max_run,
     return 0;
 }
 
-/* What every advance sets once it has driven. */
-static void finish(struct tw_wheel *w)
+/* What every advance sets once it has driven. Only a sliced advance can
+ * leave a demotion under way (a general one finishes it first): then an
+ * advance has work to do at once. Inlined into both advances, as begin()
+ * and idle_until(), so that the general one runs the code it ran before
+ * the sliced one shared it. */
+static inline __attribute__((always_inline)) void finish(struct tw_wheel *w,
+                                                         bool sliced)
 {
     w->busy &= ~TW__ADVANCING;
     /* Outside an advance only ticks up to cur are due (timer.c). */
     tw__set_defer(w, tw__tick_time(w, w->cur));
-    w->head.idle_ns = idle_until(w);
+    w->head.idle_ns = sliced && !tw__list_empty(&w->demoting) ? 0
+                                                               : idle_until(w);
 }
 
 /* The general advance: every check, then the driver described above.
@@ -216,14 +237,14 @@ TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
         max_run = INT64_MAX;
     if (!tw__list_empty(&w->demoting))
         tw__hier_demote_rest(w);
-    flush_deferred(w, UINT64_MAX);
+    flush_deferred(w);
     tw__set_defer(w, tw__tick_time(w, target));
     w->busy |= TW__ADVANCING;
     if (w->expire)
         ran = drive_expiry(w, target, max_run);
     else
         ran = drive(w, target, max_run, NULL, NULL);
-    finish(w);
+    finish(w, false);
     return (int64_t)ran;
 }
 
@@ -243,7 +264,7 @@ TW_PUBLIC int64_t tw_advance_sliced(struct tw_wheel *w, uint64_t now,
         return rc;
     if (max_run > INT64_MAX)
         max_run = INT64_MAX;
-    moved = flush_deferred(w, max_work);
+    moved = flush_deferred_some(w, max_work);
     tw__set_defer(w, tw__tick_time(w, target));
     w->busy |= TW__ADVANCING;
     ran = drive_sliced(w, target, max_run, max_work - moved,
@@ -252,7 +273,7 @@ TW_PUBLIC int64_t tw_advance_sliced(struct tw_wheel *w, uint64_t now,
      * stopped the drive, no tick is left to walk. */
     if (w->mode == TW_HASHED && w->count == 0)
         w->cur = target;
-    finish(w);
+    finish(w, true);
     return (int64_t)ran;
 }
 

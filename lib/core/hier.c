@@ -241,8 +241,10 @@ static void jump(struct tw_wheel *w, uint64_t target)
 }
 
 /* Move cur to the start of slot s of level k: every lower digit becomes 0,
- * so each lower level starts a new revolution at cur. */
-static void move_to(struct tw_wheel *w, unsigned k, uint32_t s, uint64_t tick)
+ * so each lower level starts a new revolution at cur. Inlined into both
+ * collects (as flush_ticks() below), as it was into the one there was. */
+static inline __attribute__((always_inline)) void
+move_to(struct tw_wheel *w, unsigned k, uint32_t s, uint64_t tick)
 {
     w->cur = tick;
     w->levels[k].pos = s;
@@ -319,7 +321,8 @@ uint64_t tw__hier_next_tick(const struct tw_wheel *w)
  * pass, in tick order, starting with slot s. A bounded advance takes one
  * tick at a time instead (target == the slot's tick), so that it stops on
  * the tick of the last timer it collected. Returns the last slot taken. */
-static uint32_t flush_ticks(struct tw_wheel *w, uint32_t s, uint64_t target)
+static inline __attribute__((always_inline)) uint32_t
+flush_ticks(struct tw_wheel *w, uint32_t s, uint64_t target)
 {
     struct tw__level *lv = w->levels;
     uint64_t limit = (target < lv->last ? target : lv->last) - lv->base;

@@ -157,10 +157,12 @@ struct tw_wheel {
      * last, read once per advance (advance.c) */
     tw_callback *expire;
     void *expire_ctx;
-    /* Sliced demotion (hier.c), after everything the hot paths read: the
-     * timers of a coarse slot not yet put lower, and that slot's last
-     * tick. Empty unless a sliced advance's demotion is under way, which
-     * may last across calls. */
+    /* Sliced demotion (hier.c): the timers of a coarse slot not yet put
+     * lower, and that slot's last tick. Empty unless a sliced advance's
+     * demotion is under way, which may last across calls. Every general
+     * advance looks at it, beside the expiry function: at the end, so that
+     * the offsets of the fields the hot paths read stay as they were (the
+     * code generated for them did not stay the same when they moved). */
     struct tw_link demoting;
     uint64_t demote_last;
 };
