@@ -30,8 +30,8 @@ static const struct suite quick = {
 
 static const struct suite full = {
     .name = "full",
-    .about = "sizes 10^3..10^7, 5 repetitions, 60 s per cell "
-             "(make bench-full)",
+    .about = "sizes 10^3..10^7 (the scale workload to 10^8), 5 "
+             "repetitions, 60 s per cell (make bench-full)",
     .p = {COMMON_PARAMS, .reps = 5, .budget_s = 60, .churn_pairs = 1000000,
           .rearm_msgs = 1000000, .longdelay_span_ns = HOUR},
     .id = SUITE_FULL,
