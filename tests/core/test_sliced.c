@@ -55,9 +55,11 @@ static size_t list_len(const struct tw_link *head)
 }
 
 /* Call the sliced advance at now until no work is left there; returns the
- * calls made. Each moves at most work timers off the demoting list. */
+ * calls made. Each moves at most work timers off the demoting list. With
+ * check, tw_check() runs every 16 calls and at the end (it walks every
+ * timer: too slow for every tick of a minute). */
 static unsigned slice_until_done(struct tw_wheel *w, uint64_t now,
-                                 uint64_t max_run, uint64_t work)
+                                 uint64_t max_run, uint64_t work, bool check)
 {
     unsigned calls = 0;
 
@@ -71,11 +73,12 @@ static unsigned slice_until_done(struct tw_wheel *w, uint64_t now,
         cr_assert(before - after <= work || after > before,
                   "%zu timers demoted by one call of budget %llu",
                   before - after, (unsigned long long)work);
-        if (++calls % 16 == 0)
+        if (++calls % 16 == 0 && check)
             wheel_ok(w);
         cr_assert_lt(calls, 1000000, "the sliced advance makes no progress");
     } while (tw_next_deadline(w) <= now);
-    wheel_ok(w);
+    if (check)
+        wheel_ok(w);
     return calls;
 }
 
@@ -100,11 +103,11 @@ Test(sliced, spreads_a_coarse_slot)
     }
     cr_assert_eq(tw_advance_sliced(w, MIN - 1, 1, 1), 0);
     cr_assert_eq(tw_next_deadline(w), MIN);
-    calls = slice_until_done(w, MIN, UINT64_MAX, WORK);
+    calls = slice_until_done(w, MIN, UINT64_MAX, WORK, true);
     cr_assert_eq(l.n, 0);
     cr_assert(calls >= N / WORK && calls <= N / WORK + 2, "%u calls", calls);
     for (uint64_t now = MIN + MS; now <= 2 * MIN; now += MS)
-        slice_until_done(w, now, 64, WORK);
+        slice_until_done(w, now, 64, WORK, now % (5 * SEC) == 0);
     cr_assert_eq(l.n, N);
     for (size_t k = 0; k < N; k++) {
         const struct stamp *f = &s[l.order[k]];
