@@ -405,13 +405,15 @@ static inline int64_t tw_advance_bounded(struct tw_wheel *w, uint64_t now,
  *
  * The wheel is left exactly where the next call continues, with the same or
  * a later now: work is left while tw_next_deadline(w) <= tw_now(w). Calling
- * again until then does, in the same order, everything that one
- * tw_advance() would have done (but that timers scheduled by callbacks run
- * in a later call). No timer fires early; while a demotion is spread over
- * calls, the wheel does not move past the start of the slot being demoted,
- * so a timer due in that slot may fire up to that many calls late: one tick
- * plus the time the calls take. Schedule, re-arm, cancel, visit and drain
- * work between the calls as at any time; tw_advance() or
+ * again until then runs the timers one tw_advance() would have run, in
+ * order of due tick. A timer a callback schedules at or before now is
+ * deferred, as with tw_advance(), and runs in a later call (so such a loop
+ * runs it too: a callback that always re-arms itself at now keeps it
+ * going). No timer fires early; while a demotion is spread over calls, the
+ * wheel does not move past the start of the slot being demoted, so a timer
+ * due in that slot may fire as late as one tick plus the time those calls
+ * take (docs/benchmarks.md, "Scale", measures it). Schedule, re-arm, cancel,
+ * visit and drain work between the calls as at any time; tw_advance() and
  * tw_advance_bounded() finish a demotion left over before anything else.
  *
  * Returns the callbacks run, or a negative code changing nothing: -EINVAL
