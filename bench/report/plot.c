@@ -291,22 +291,26 @@ static bool run_gnuplot(const char *pdir, const char *base)
     return system(cmd) == 0;
 }
 
-/* The plot of one workload variant, recorded in pl when gnuplot made it. */
+/* The plot of metric m of one workload variant, recorded in pl when
+ * gnuplot made it; named after the variant, and the metric too when the
+ * workload plots each of its metrics. */
 static void variant_plot(const struct results *rs, const struct run_config *cfg,
-                         const struct workload *wl, unsigned v,
+                         const struct workload *wl, unsigned v, unsigned m,
                          const char *pdir, struct plots *pl)
 {
     const struct result *r0 = NULL;
     char base[80];
 
     for (size_t i = 0; i < rs->n && !r0; i++)
-        if (rs->r[i].wl == wl && rs->r[i].variant == v && rs->r[i].metric == 0)
+        if (rs->r[i].wl == wl && rs->r[i].variant == v && rs->r[i].metric == m)
             r0 = &rs->r[i];
     if (!r0 || pl->n == OUTPUT_MAX_PLOTS)
         return;
-    snprintf(base, sizeof(base), "%s%s%s", wl->name,
+    snprintf(base, sizeof(base), "%s%s%s%s%s", wl->name,
              wl->nvariants > 1 ? "-" : "",
-             wl->nvariants > 1 ? wl->variants[v] : "");
+             wl->nvariants > 1 ? wl->variants[v] : "",
+             wl->plot_each_metric ? "-" : "",
+             wl->plot_each_metric ? wl->metrics[m].name : "");
     if (!one_plot(rs, cfg, r0, pdir, base) || !run_gnuplot(pdir, base)) {
         snprintf(pl->why_not, sizeof(pl->why_not),
                  "gnuplot failed on %s/%s.gp (see %s.err)", pdir, base, base);
@@ -336,5 +340,8 @@ void output_plots(const struct results *rs, const struct run_config *cfg,
     }
     for (unsigned w = 0; w < cfg->nwl; w++)
         for (unsigned v = 0; v < cfg->wl[w]->nvariants; v++)
-            variant_plot(rs, cfg, cfg->wl[w], v, pdir, pl);
+            for (unsigned m = 0;
+                 m < (cfg->wl[w]->plot_each_metric ? cfg->wl[w]->nmetrics : 1);
+                 m++)
+                variant_plot(rs, cfg, cfg->wl[w], v, m, pdir, pl);
 }

@@ -230,6 +230,7 @@ const struct workload wl_scale = {
                               100000000},
               [SUITE_SMOKE] = {1000}},
     .log_values = true,
+    .plot_each_metric = true,
     WL_METRICS(metrics),
     .prepare = scale_prepare,
     .run = scale_run,

@@ -90,6 +90,7 @@ struct workload {
     uint64_t sizes[SUITE_COUNT][WL_MAX_SIZES]; /* per suite, 0-terminated */
     bool fixed_size; /* --sizes does not apply (the size defines it) */
     bool log_values; /* plot values on a log axis however close they are */
+    bool plot_each_metric; /* a plot per metric, not only the first's */
     unsigned nmetrics;
     const struct wl_metric *metrics;
     void *(*prepare)(const struct bench_params *p, unsigned variant,
