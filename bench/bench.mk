@@ -10,7 +10,7 @@
 #   make bench-scale    only those two: the cost of each operation from 10^3
 #                       to 10^8 pending (hier, hashed, heap, libev), and the
 #                       longest advance call at 10^6 and 10^7, 3 repetitions,
-#                       320 s per cell (about 40 min)
+#                       320 s per cell (25 min on 2026-11-26, niced, loaded)
 #   make bench-smoke    build twbench and run it once on tiny sizes (CI)
 #   make bench-docs     copy the last full run's plots into docs/img/
 #
