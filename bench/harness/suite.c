@@ -17,7 +17,7 @@
 #define COMMON_PARAMS                                                          \
     .seed = 20261122, .rearm_per_tick = 1000, .rearm_idle_ns = 30 * SEC,       \
     .purg_rate = 100000, .purg_p50_ms = 20, .purg_p75_ms = 60,                 \
-    .purg_timeout_ms = 200, .burst_max_run = 1000, .jump_span_ns = 30 * DAY, \
+    .purg_timeout_ms = 200, .burst_max_run = 1000, .jump_span_ns = 30 * DAY,   \
     .slice_run = 64, .slice_work = 128
 
 static const struct suite quick = {

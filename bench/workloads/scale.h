@@ -13,7 +13,7 @@
 #include "workload.h"
 
 #define SCALE_IMPLS_NOTE                                                       \
-    "the workloads at 10^7 and 10^8 timers cover hier, hashed, heap and "    \
+    "the workloads at 10^7 and 10^8 timers cover hier, hashed, heap and "      \
     "libev (bench/workloads/scale.c)"
 
 /* Whether im is one of those. */

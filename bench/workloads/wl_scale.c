@@ -69,8 +69,7 @@ static void *scale_prepare(const struct bench_params *p, unsigned variant,
 
 /* Cancel ncancel distinct timers and schedule them back, in rounds, until
  * ops cancels were made; returns the ns spent in the cancels alone. */
-static uint64_t cancels(const struct scale *s, const struct impl *im,
-                        void *ctx)
+static uint64_t cancels(const struct scale *s, const struct impl *im, void *ctx)
 {
     uint64_t spent = 0, done = 0;
 

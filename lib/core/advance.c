@@ -54,8 +54,8 @@
 #include "wheel.h"
 
 /* Put one deferred timer where it now belongs (step 1). */
-static inline __attribute__((always_inline)) void
-flush_one(struct tw_wheel *w, uint64_t due_ns)
+static inline __attribute__((always_inline)) void flush_one(struct tw_wheel *w,
+                                                            uint64_t due_ns)
 {
     struct tw_timer *t = tw__list_timer(w->deferred.next);
 
@@ -218,8 +218,8 @@ static inline __attribute__((always_inline)) void finish(struct tw_wheel *w,
     w->busy &= ~TW__ADVANCING;
     /* Outside an advance only ticks up to cur are due (timer.c). */
     tw__set_defer(w, tw__tick_time(w, w->cur));
-    w->head.idle_ns = sliced && !tw__list_empty(&w->demoting) ? 0
-                                                               : idle_until(w);
+    w->head.idle_ns =
+        sliced && !tw__list_empty(&w->demoting) ? 0 : idle_until(w);
 }
 
 /* The general advance: every check, then the driver described above.

@@ -603,8 +603,8 @@ static int check_demoting(const struct tw_wheel *w, char *why, size_t len)
     if (tw__list_empty(head))
         return 0;
     for (unsigned k = 0; k < w->nlevels; k++)
-        spans |= w->levels[k].base == w->cur &&
-                 w->levels[k].last == w->demote_last;
+        spans |=
+            w->levels[k].base == w->cur && w->levels[k].last == w->demote_last;
     if (!spans)
         return tw__fail(why, len, "demoting: no level spans [%llu, %llu]",
                         (unsigned long long)w->cur,

@@ -150,12 +150,11 @@ static void twins(enum tw_mode mode, uint64_t span, unsigned steps)
         now += lcg(&x) % (2 * span / steps + 1);
         tw_advance(a, now);
         do
-            cr_assert_geq(tw_advance_sliced(b, now, 1 + lcg(&x) % 7,
-                                            1 + lcg(&x) % 40),
-                          0);
+            cr_assert_geq(
+                tw_advance_sliced(b, now, 1 + lcg(&x) % 7, 1 + lcg(&x) % 40),
+                0);
         while (tw_next_deadline(b) <= now);
-        cr_assert_eq(la.n, lb.n, "step %u: %zu ran, %zu sliced", k, la.n,
-                     lb.n);
+        cr_assert_eq(la.n, lb.n, "step %u: %zu ran, %zu sliced", k, la.n, lb.n);
         for (size_t i = from; i < la.n; i++) {
             cr_assert_eq(sb[la.order[i]].runs, 1, "step %u: timer %zu", k,
                          la.order[i]);
@@ -284,11 +283,10 @@ Test(sliced, operations_between_the_calls)
     cr_assert(tw__list_empty(&w->demoting));
     wheel_ok(w);
     for (size_t i = 0; i <= N; i++)
-        cr_assert_eq(s[i].runs, tw_timer_pending(&s[i].t) ||
-                                        (i % 7 == 0 && i % 4 == 0)
-                                    ? 0
-                                    : 1,
-                     "timer %zu", i);
+        cr_assert_eq(
+            s[i].runs,
+            tw_timer_pending(&s[i].t) || (i % 7 == 0 && i % 4 == 0) ? 0 : 1,
+            "timer %zu", i);
     for (size_t i = 0; i <= N; i++)
         cr_assert_eq(tw_timer_pending(&s[i].t),
                      !(i % 7 == 0 && i % 4 == 0) &&

@@ -467,8 +467,8 @@ static void advance(struct fuzz *f, uint64_t now, uint64_t budget,
      * due now, the others must come in order of due tick. (A done call on
      * a hierarchical wheel may leave its tick behind the target, as the
      * inline advance does: the floor, the target, is then above it.) */
-    complete = work ? tw_next_deadline(f->w) > now
-                    : !budget || (uint64_t)ran < budget;
+    complete =
+        work ? tw_next_deadline(f->w) > now : !budget || (uint64_t)ran < budget;
     if (work && !complete) {
         CHECK(f, f->w->cur >= f->last_due && f->w->cur <= f->target,
               "sliced advance left tick %llu outside [%llu, %llu]",
