@@ -66,6 +66,8 @@ static void usage(FILE *f)
             "      --p75 MS          purgatory: 75th-percentile latency\n"
             "      --timeout MS      purgatory: request timeout\n"
             "      --max-run N       burst: callbacks per bounded advance\n"
+            "      --slice-work N    stall: work units per sliced advance "
+            "(128)\n"
             "      --no-plots        do not run gnuplot\n"
             "  -q, --quiet           no progress line on stderr\n"
             "  -h, --help            this text\n"
@@ -143,7 +145,15 @@ struct cli {
     bool no_plots;
 };
 
-enum { OPT_RATE = 256, OPT_P50, OPT_P75, OPT_TIMEOUT, OPT_MAXRUN, OPT_NOPLOT };
+enum {
+    OPT_RATE = 256,
+    OPT_P50,
+    OPT_P75,
+    OPT_TIMEOUT,
+    OPT_MAXRUN,
+    OPT_NOPLOT,
+    OPT_SLICE
+};
 
 static const struct option longopts[] = {
     {"suite", required_argument, NULL, 's'},
@@ -159,6 +169,7 @@ static const struct option longopts[] = {
     {"p75", required_argument, NULL, OPT_P75},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"max-run", required_argument, NULL, OPT_MAXRUN},
+    {"slice-work", required_argument, NULL, OPT_SLICE},
     {"no-plots", no_argument, NULL, OPT_NOPLOT},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -195,6 +206,8 @@ static bool param_option(int c, const char *arg, struct bench_params *p)
     case OPT_TIMEOUT:
         p->purg_timeout_ms = d;
         return d > 0;
+    case OPT_SLICE:
+        return parse_count(arg, &p->slice_work) && p->slice_work > 0;
     default: /* OPT_MAXRUN */
         return parse_count(arg, &p->burst_max_run);
     }

@@ -188,6 +188,9 @@ static void stall_run(void *seq, const struct impl *im, struct wl_plan *plan,
     if (!s->sliced) {
         wl_note(out, 4, "only for the sliced advance");
         wl_note(out, 5, "only for the sliced advance");
+    } else {
+        wl_note(out, 0, "%llu callbacks and %llu units per call",
+                (unsigned long long)s->run, (unsigned long long)s->work);
     }
     if (plan->warmup)
         stall_once(s, im, out, false);
