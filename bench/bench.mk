@@ -7,7 +7,12 @@
 #                       quick suite (about 2 min 30 s on 2 cores); prints a
 #                       progress line on a terminal, nothing else until the
 #                       summary table at the end
-#   make bench-full     the same at full sizes, up to 10^7 timers (long)
+#   make bench-full     the same at full sizes, up to 10^7 timers, and the
+#                       scale and stall workloads up to 10^8 (long)
+#   make bench-scale    only those two: the cost of each operation from 10^3
+#                       to 10^8 pending (hier, hashed, heap, libev), and the
+#                       longest advance call at 10^6 and 10^7, 3 repetitions,
+#                       320 s per cell (25 min on 2026-11-26, niced, loaded)
 #   make bench-smoke    build twbench and run it once on tiny sizes (CI)
 #   make bench-docs     copy the last full run's plots into docs/img/
 #
@@ -31,9 +36,9 @@ BENCH_LIBS := $(STATIC) -luv -levent_core -lev $(LDLIBS_LIB) -ldl -lm
 BENCH_ARGS ?=
 
 DEPS_BENCH := libuv1-dev libevent-dev libev-dev gnuplot-nox
-bench bench-full bench-smoke: DEPS_EXTRA = $(DEPS_BENCH)
+bench bench-full bench-smoke bench-scale: DEPS_EXTRA = $(DEPS_BENCH)
 
-.PHONY: bench bench-full bench-smoke bench-build bench-docs
+.PHONY: bench bench-full bench-smoke bench-scale bench-build bench-docs
 
 # First the threaded service's own benchmark (bench/service/): throughput,
 # lateness and idle wake-ups, into service.csv (its table into service.txt),
@@ -57,6 +62,15 @@ bench-full: deps
 	@$(SVC_BENCH_BIN) --csv $(BENCH_DIR)/full/service.csv \
 	    > $(BENCH_DIR)/full/service.txt
 	@$(BENCH_BIN) --suite full --out $(BENCH_DIR)/full $(BENCH_ARGS)
+
+# A repetition at 10^8 takes minutes: a cell gets 320 s, not the full
+# suite's 60 (where the 10^8 cells are noted as over the budget).
+SCALE_BUDGET ?= 320
+bench-scale: deps
+	@$(MAKE) --no-print-directory bench-build
+	@mkdir -p $(BENCH_DIR)/scale
+	$(BENCH_BIN) --suite full -w scale,stall -i hier,hashed,heap,libev \
+	    --budget $(SCALE_BUDGET) --reps 3 --out $(BENCH_DIR)/scale $(BENCH_ARGS)
 
 bench-smoke: deps
 	@$(MAKE) --no-print-directory bench-build

@@ -66,6 +66,8 @@ static void usage(FILE *f)
             "      --p75 MS          purgatory: 75th-percentile latency\n"
             "      --timeout MS      purgatory: request timeout\n"
             "      --max-run N       burst: callbacks per bounded advance\n"
+            "      --slice-work N    stall: work units per sliced advance "
+            "(128)\n"
             "      --no-plots        do not run gnuplot\n"
             "      --tables          every table, not one of the main "
             "figures\n"
@@ -155,7 +157,8 @@ enum {
     OPT_TIMEOUT,
     OPT_MAXRUN,
     OPT_NOPLOT,
-    OPT_TABLES
+    OPT_TABLES,
+    OPT_SLICE
 };
 
 static const struct option longopts[] = {
@@ -172,6 +175,7 @@ static const struct option longopts[] = {
     {"p75", required_argument, NULL, OPT_P75},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"max-run", required_argument, NULL, OPT_MAXRUN},
+    {"slice-work", required_argument, NULL, OPT_SLICE},
     {"no-plots", no_argument, NULL, OPT_NOPLOT},
     {"tables", no_argument, NULL, OPT_TABLES},
     {"quiet", no_argument, NULL, 'q'},
@@ -209,6 +213,8 @@ static bool param_option(int c, const char *arg, struct bench_params *p)
     case OPT_TIMEOUT:
         p->purg_timeout_ms = d;
         return d > 0;
+    case OPT_SLICE:
+        return parse_count(arg, &p->slice_work) && p->slice_work > 0;
     default: /* OPT_MAXRUN */
         return parse_count(arg, &p->burst_max_run);
     }

@@ -17,22 +17,25 @@
 #define COMMON_PARAMS                                                          \
     .seed = 20261122, .rearm_per_tick = 1000, .rearm_idle_ns = 30 * SEC,       \
     .purg_rate = 100000, .purg_p50_ms = 20, .purg_p75_ms = 60,                 \
-    .purg_timeout_ms = 200, .burst_max_run = 1000, .jump_span_ns = 30 * DAY
+    .purg_timeout_ms = 200, .burst_max_run = 1000, .jump_span_ns = 30 * DAY,   \
+    .slice_run = 64, .slice_work = 128
 
 static const struct suite quick = {
     .name = "quick",
     .about = "sizes 10^3..10^6, 5 repetitions, 4 s per cell (make bench)",
     .p = {COMMON_PARAMS, .reps = 5, .budget_s = 4, .churn_pairs = 200000,
-          .rearm_msgs = 200000, .longdelay_span_ns = HOUR},
+          .rearm_msgs = 200000, .longdelay_span_ns = HOUR,
+          .scale_ops = 1000000},
     .id = SUITE_QUICK,
 };
 
 static const struct suite full = {
     .name = "full",
-    .about = "sizes 10^3..10^7, 5 repetitions, 60 s per cell "
-             "(make bench-full)",
+    .about = "sizes 10^3..10^7 (the scale workload to 10^8), 5 "
+             "repetitions, 60 s per cell (make bench-full)",
     .p = {COMMON_PARAMS, .reps = 5, .budget_s = 60, .churn_pairs = 1000000,
-          .rearm_msgs = 1000000, .longdelay_span_ns = HOUR},
+          .rearm_msgs = 1000000, .longdelay_span_ns = HOUR,
+          .scale_ops = 1000000},
     .id = SUITE_FULL,
 };
 
@@ -41,7 +44,8 @@ static const struct suite smoke = {
     .about = "tiny sizes, 1 repetition, a simulated minute for longdelay "
              "(make bench-smoke, CI)",
     .p = {COMMON_PARAMS, .reps = 1, .budget_s = 2, .churn_pairs = 10000,
-          .rearm_msgs = 10000, .longdelay_span_ns = 60 * SEC},
+          .rearm_msgs = 10000, .longdelay_span_ns = 60 * SEC,
+          .scale_ops = 10000},
     .id = SUITE_SMOKE,
 };
 

@@ -41,6 +41,12 @@ struct impl {
     /* When advance() must next be called (UINT64_MAX: nothing pending).
      * NULL when the implementation has no way to tell. */
     uint64_t (*next_deadline)(void *ctx);
+    /* An advance to now that also bounds the structure's own work to
+     * `work` units, firing at most max_run; *more is set when work is left
+     * at now (call again). NULL when the implementation has none (the
+     * wheels: tw_advance_sliced()). */
+    uint64_t (*advance_sliced)(void *ctx, uint64_t now, uint64_t max_run,
+                               uint64_t work, bool *more);
 };
 
 /* The tables, one per impl_*.c file. */

@@ -119,11 +119,22 @@ static uint64_t wheel_next_deadline(void *ctx)
     return tw_pending(c->w) ? tw_next_deadline(c->w) : UINT64_MAX;
 }
 
+static uint64_t wheel_advance_sliced(void *ctx, uint64_t now, uint64_t max_run,
+                                     uint64_t work, bool *more)
+{
+    struct wheel_ctx *c = ctx;
+    int64_t ran = tw_advance_sliced(c->w, now, max_run, work);
+
+    *more = tw_next_deadline(c->w) <= now;
+    return ran > 0 ? (uint64_t)ran : 0;
+}
+
 #define WHEEL_OPS                                                              \
     .node_size = sizeof(struct tw_timer), .bounded = true,                     \
     .destroy = wheel_destroy, .schedule = wheel_schedule,                      \
     .cancel = wheel_cancel, .rearm = wheel_rearm, .advance = wheel_advance,    \
-    .next_deadline = wheel_next_deadline
+    .next_deadline = wheel_next_deadline,                                      \
+    .advance_sliced = wheel_advance_sliced
 
 const struct impl impl_hier = {
     .name = "hier",

@@ -76,16 +76,17 @@ static void track(const struct result *r, double *lo, double *hi)
 }
 
 /* The value axis: linear from 0, or log when the values spread over more
- * than 20x; its top leaves a band of `band` (a fraction of the height) for
- * the "not run" marks. */
+ * than 20x or the workload asks for it (log_values: its cost curves are
+ * read as slopes); its top leaves a band of `band` (a fraction of the
+ * height) for the "not run" marks. */
 static void value_axis(FILE *gp, const struct wl_metric *m, double lo,
-                       double hi, double band)
+                       double hi, double band, bool log)
 {
     if (hi >= 1e5) /* 60M, not 6e+07 */
         fprintf(gp, "set format y '%%.0s%%c'\n");
     if (!(hi > 0)) { /* nothing measured: an axis all the same */
         fprintf(gp, "set yrange [0:1]\nset ylabel '%s'\n", axis_of(m));
-    } else if (wide(lo, hi)) {
+    } else if (wide(lo, hi) || (log && lo > 0)) {
         double l = log10(lo / 1.3), h = log10(hi * 1.3);
 
         fprintf(gp,
@@ -155,7 +156,7 @@ static void write_lines(FILE *dat, FILE *gp, const struct results *rs,
             "set xlabel '%s (log scale)'\n",
             r0->wl->x_label);
     value_axis(gp, &r0->wl->metrics[r0->metric], lo, hi,
-               most ? 0.065 * most + 0.04 : 0);
+               most ? 0.065 * most + 0.04 : 0, r0->wl->log_values);
     fprintf(gp, "set key outside right top\nplot ");
     for (unsigned i = 0; i < cfg->nim; i++)
         fprintf(gp,
@@ -210,7 +211,7 @@ static void write_one_size(FILE *dat, FILE *gp, const struct results *rs,
             "set xrange [-0.6:%u.6]\nset xtics rotate by -30\n"
             "set key below\n",
             sz, wl->x_label, cfg->nim - 1);
-    value_axis(gp, &wl->metrics[r0->metric], lo, hi, 0);
+    value_axis(gp, &wl->metrics[r0->metric], lo, hi, 0, false);
     if (!log)
         fprintf(gp, "set boxwidth %g\nset style fill solid 0.7 border -1\n",
                 w * 0.9);
@@ -290,22 +291,26 @@ static bool run_gnuplot(const char *pdir, const char *base)
     return system(cmd) == 0;
 }
 
-/* The plot of one workload variant, recorded in pl when gnuplot made it. */
+/* The plot of metric m of one workload variant, recorded in pl when
+ * gnuplot made it; named after the variant, and the metric too when the
+ * workload plots each of its metrics. */
 static void variant_plot(const struct results *rs, const struct run_config *cfg,
-                         const struct workload *wl, unsigned v,
+                         const struct workload *wl, unsigned v, unsigned m,
                          const char *pdir, struct plots *pl)
 {
     const struct result *r0 = NULL;
     char base[80];
 
     for (size_t i = 0; i < rs->n && !r0; i++)
-        if (rs->r[i].wl == wl && rs->r[i].variant == v && rs->r[i].metric == 0)
+        if (rs->r[i].wl == wl && rs->r[i].variant == v && rs->r[i].metric == m)
             r0 = &rs->r[i];
     if (!r0 || pl->n == OUTPUT_MAX_PLOTS)
         return;
-    snprintf(base, sizeof(base), "%s%s%s", wl->name,
+    snprintf(base, sizeof(base), "%s%s%s%s%s", wl->name,
              wl->nvariants > 1 ? "-" : "",
-             wl->nvariants > 1 ? wl->variants[v] : "");
+             wl->nvariants > 1 ? wl->variants[v] : "",
+             wl->plot_each_metric ? "-" : "",
+             wl->plot_each_metric ? wl->metrics[m].name : "");
     if (!one_plot(rs, cfg, r0, pdir, base) || !run_gnuplot(pdir, base)) {
         snprintf(pl->why_not, sizeof(pl->why_not),
                  "gnuplot failed on %s/%s.gp (see %s.err)", pdir, base, base);
@@ -335,5 +340,8 @@ void output_plots(const struct results *rs, const struct run_config *cfg,
     }
     for (unsigned w = 0; w < cfg->nwl; w++)
         for (unsigned v = 0; v < cfg->wl[w]->nvariants; v++)
-            variant_plot(rs, cfg, cfg->wl[w], v, pdir, pl);
+            for (unsigned m = 0;
+                 m < (cfg->wl[w]->plot_each_metric ? cfg->wl[w]->nmetrics : 1);
+                 m++)
+                variant_plot(rs, cfg, cfg->wl[w], v, m, pdir, pl);
 }

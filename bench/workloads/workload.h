@@ -32,6 +32,9 @@ struct bench_params {
     uint64_t burst_max_run;     /* callbacks per bounded advance */
     uint64_t longdelay_span_ns; /* simulated time of longdelay */
     uint64_t jump_span_ns;      /* the long jump */
+    uint64_t scale_ops;         /* cancels, pairs, re-arms per size (scale) */
+    uint64_t slice_run;         /* callbacks per sliced advance (stall) */
+    uint64_t slice_work;        /* work units per sliced advance (stall) */
 };
 
 struct wl_metric {
@@ -46,7 +49,7 @@ struct wl_metric {
 /* Metrics in this unit exist only where the instruction counter works. */
 #define WL_UNIT_INSTRUCTIONS "instructions"
 
-#define WL_MAX_METRICS 4
+#define WL_MAX_METRICS 6
 #define WL_MAX_REPS 64
 #define WL_NOTE 320
 
@@ -86,6 +89,8 @@ struct workload {
     const char *const *variants; /* labels; NULL when there is one */
     uint64_t sizes[SUITE_COUNT][WL_MAX_SIZES]; /* per suite, 0-terminated */
     bool fixed_size; /* --sizes does not apply (the size defines it) */
+    bool log_values; /* plot values on a log axis however close they are */
+    bool plot_each_metric; /* a plot per metric, not only the first's */
     unsigned nmetrics;
     const struct wl_metric *metrics;
     void *(*prepare)(const struct bench_params *p, unsigned variant,

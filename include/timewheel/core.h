@@ -392,6 +392,39 @@ static inline int64_t tw_advance_bounded(struct tw_wheel *w, uint64_t now,
 #endif
 
 /*
+ * As tw_advance_bounded(), and also bound the wheel's own work in this call,
+ * which max_run does not: when a coarse slot of a hierarchical wheel comes
+ * due, tw_advance() and tw_advance_bounded() move every timer in it one
+ * level down or more in one call (a slot of 10^6 timers is milliseconds),
+ * and a hashed wheel walks every tick up to now. Here the call stops after
+ * about max_work units of that work: one per timer moved between levels or
+ * re-inserted after being deferred, one per tick or slot collected (a
+ * hashed tick walks its whole bucket). Each unit is constant time, so a
+ * call takes at most max_run callbacks plus max_work units, however many
+ * timers the wheel holds.
+ *
+ * The wheel is left exactly where the next call continues, with the same or
+ * a later now: work is left while tw_next_deadline(w) <= tw_now(w). Calling
+ * again until then runs the timers one tw_advance() would have run, in
+ * order of due tick. A timer a callback schedules at or before now is
+ * deferred, as with tw_advance(), and runs in a later call (so such a loop
+ * runs it too: a callback that always re-arms itself at now keeps it
+ * going). No timer fires early; while a demotion is spread over calls, the
+ * wheel does not move past the start of the slot being demoted, so a timer
+ * due in that slot may fire as late as one tick plus the time those calls
+ * take (docs/benchmarks.md, "Scale", measures it). Schedule, re-arm, cancel,
+ * visit and drain work between the calls as at any time; tw_advance() and
+ * tw_advance_bounded() finish a demotion left over before anything else.
+ *
+ * Returns the callbacks run, or a negative code changing nothing: -EINVAL
+ * (NULL w, max_run or max_work 0), -ERANGE (now earlier than tw_now(w)),
+ * -EBUSY (from a callback or visitor of this wheel). Like tw_advance(), it
+ * only records the time when nothing can be due before now.
+ */
+TW_PUBLIC int64_t tw_advance_sliced(struct tw_wheel *w, uint64_t now,
+                                    uint64_t max_run, uint64_t max_work);
+
+/*
  * The time by which tw_advance() must next be called: tw_now(w) if a timer
  * is already due; otherwise the tick boundary of the next piece of work,
  * which is never later than the earliest pending timer's boundary (in

@@ -20,6 +20,18 @@
  * after max_run callbacks with the wheel's tick wherever it got to; the next
  * advance carries on from there, the leftover expired timers first.
  *
+ * A sliced advance (tw_advance_sliced()) also bounds the wheel's own work,
+ * which max_run does not: a budget of max_work units, one per deferred
+ * timer re-inserted, per collect step (a tick flushed, a slot reached, a
+ * jump, a hashed tick walked) and per timer demoted. Steps 1 and 3 stop
+ * when it is spent, leaving the wheel where the next call continues: the
+ * deferred timers not yet flushed stay first on their list (and nothing is
+ * collected while any is left, so none can be overtaken), a demotion cut
+ * short stays on the hierarchical wheel's demoting list (hier.c). Every
+ * unit is O(1), so a call's time is bounded by max_run callbacks and
+ * max_work units, whatever the wheel holds. A general advance finishes any
+ * demotion a sliced one left (tw__hier_demote_rest()), then works as above.
+ *
  * Most advances of an event loop reach no work. The wheel's head
  * (struct tw_wheel_head, public in timewheel/core.h) holds idle_ns, the
  * time before which an advance has nothing to do, set at the end of each
@@ -41,19 +53,36 @@
 #include "list.h"
 #include "wheel.h"
 
+/* Put one deferred timer where it now belongs (step 1). */
+static inline __attribute__((always_inline)) void flush_one(struct tw_wheel *w,
+                                                            uint64_t due_ns)
+{
+    struct tw_timer *t = tw__list_timer(w->deferred.next);
+
+    tw__list_unlink(&t->link);
+    if (t->deadline <= due_ns)
+        tw__list_push_back(&w->expired, &t->link);
+    else
+        tw__insert(w, t);
+}
+
+/* Step 1: every deferred timer. */
 static void flush_deferred(struct tw_wheel *w)
 {
     uint64_t due_ns = tw__tick_time(w, w->cur);
 
-    while (!tw__list_empty(&w->deferred)) {
-        struct tw_timer *t = tw__list_timer(w->deferred.next);
+    while (!tw__list_empty(&w->deferred))
+        flush_one(w, due_ns);
+}
 
-        tw__list_unlink(&t->link);
-        if (t->deadline <= due_ns)
-            tw__list_push_back(&w->expired, &t->link);
-        else
-            tw__insert(w, t);
-    }
+/* Step 1 of a sliced advance: at most budget timers; returns how many. */
+static uint64_t flush_deferred_some(struct tw_wheel *w, uint64_t budget)
+{
+    uint64_t due_ns = tw__tick_time(w, w->cur), n = 0;
+
+    for (; n < budget && !tw__list_empty(&w->deferred); n++)
+        flush_one(w, due_ns);
+    return n;
 }
 
 /* Run due timers: through fn(t, ctx) when fn is given (the wheel's expiry
@@ -120,7 +149,8 @@ drive_expiry(struct tw_wheel *w, uint64_t target, uint64_t max_run)
  * walk every tick while anything is pending, the boundary of the next tick,
  * so that only advances within the tick already reached take the inline
  * path. */
-static uint64_t idle_until(const struct tw_wheel *w)
+static inline __attribute__((always_inline)) uint64_t
+idle_until(const struct tw_wheel *w)
 {
     uint64_t tick;
 
@@ -132,6 +162,66 @@ static uint64_t idle_until(const struct tw_wheel *w)
     return tick == UINT64_MAX ? UINT64_MAX : tw__tick_time(w, tick);
 }
 
+/* Steps 2 and 3 of a sliced advance, with max_work units (the top of the
+ * file): one loop for both kinds of wheel and with or without an expiry
+ * function, as its budget, not its speed, is what matters. Out of line so
+ * that the general advance's loop stays as it was. */
+__attribute__((noinline)) static uint64_t
+drive_sliced(struct tw_wheel *w, uint64_t target, uint64_t max_run,
+             uint64_t work, bool blocked)
+{
+    uint64_t ran = 0;
+
+    for (;;) {
+        ran += run_loop(w, max_run - ran, w->expire, w->expire_ctx);
+        if (ran == max_run || blocked)
+            return ran;
+        if (w->mode == TW_HIER) {
+            if (!tw__hier_collect_sliced(w, target, &work))
+                return ran;
+        } else if (w->count == 0) {
+            /* Nothing in the buckets: no tick needs walking, and the
+             * hashed wheel's next tick must be the target's (wheel.c). */
+            w->cur = target;
+            return ran;
+        } else if (work == 0 || (work--, !tw__hashed_collect(w, target))) {
+            return ran;
+        }
+    }
+}
+
+/* What every advance checks and sets before it drives; 0 to go on, or the
+ * error, changing nothing. Returns the target tick in *target. */
+static inline __attribute__((always_inline)) int
+begin(struct tw_wheel *w, uint64_t now, uint64_t max_run, uint64_t *target)
+{
+    if (!w || max_run == 0)
+        return -EINVAL;
+    if (w->busy)
+        return -EBUSY;
+    if (now < w->head.now)
+        return -ERANGE;
+    w->head.now = now;
+    w->head.idle_ns = 0; /* closes the inline path until the end */
+    *target = tw__time_tick(w, now);
+    return 0;
+}
+
+/* What every advance sets once it has driven. Only a sliced advance can
+ * leave a demotion under way (a general one finishes it first): then an
+ * advance has work to do at once. Inlined into both advances, as begin()
+ * and idle_until(), so that the general one runs the code it ran before
+ * the sliced one shared it. */
+static inline __attribute__((always_inline)) void finish(struct tw_wheel *w,
+                                                         bool sliced)
+{
+    w->busy &= ~TW__ADVANCING;
+    /* Outside an advance only ticks up to cur are due (timer.c). */
+    tw__set_defer(w, tw__tick_time(w, w->cur));
+    w->head.idle_ns =
+        sliced && !tw__list_empty(&w->demoting) ? 0 : idle_until(w);
+}
+
 /* The general advance: every check, then the driver described above.
  * Exported for the inline advances of timewheel/core.h, which call it
  * whenever the wheel's head says there may be work. */
@@ -139,18 +229,14 @@ TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
                               uint64_t max_run)
 {
     uint64_t target, ran;
+    int rc = begin(w, now, max_run, &target);
 
-    if (!w || max_run == 0)
-        return -EINVAL;
-    if (w->busy)
-        return -EBUSY;
-    if (now < w->head.now)
-        return -ERANGE;
+    if (rc)
+        return rc;
     if (max_run > INT64_MAX)
         max_run = INT64_MAX;
-    w->head.now = now;
-    w->head.idle_ns = 0; /* closes the inline path until the end */
-    target = tw__time_tick(w, now);
+    if (!tw__list_empty(&w->demoting))
+        tw__hier_demote_rest(w);
     flush_deferred(w);
     tw__set_defer(w, tw__tick_time(w, target));
     w->busy |= TW__ADVANCING;
@@ -158,10 +244,36 @@ TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
         ran = drive_expiry(w, target, max_run);
     else
         ran = drive(w, target, max_run, NULL, NULL);
-    w->busy &= ~TW__ADVANCING;
-    /* Outside an advance only ticks up to cur are due (timer.c). */
-    tw__set_defer(w, tw__tick_time(w, w->cur));
-    w->head.idle_ns = idle_until(w);
+    finish(w, false);
+    return (int64_t)ran;
+}
+
+TW_PUBLIC int64_t tw_advance_sliced(struct tw_wheel *w, uint64_t now,
+                                    uint64_t max_run, uint64_t max_work)
+{
+    uint64_t target, ran, moved;
+    int rc;
+
+    if (TW__LIKELY(w && now < w->head.idle_ns && now >= w->head.now &&
+                   max_run && max_work)) {
+        w->head.now = now;
+        return 0;
+    }
+    rc = max_work ? begin(w, now, max_run, &target) : -EINVAL;
+    if (rc)
+        return rc;
+    if (max_run > INT64_MAX)
+        max_run = INT64_MAX;
+    moved = flush_deferred_some(w, max_work);
+    tw__set_defer(w, tw__tick_time(w, target));
+    w->busy |= TW__ADVANCING;
+    ran = drive_sliced(w, target, max_run, max_work - moved,
+                       !tw__list_empty(&w->deferred));
+    /* A hashed wheel that has nothing left is at the target: whatever
+     * stopped the drive, no tick is left to walk. */
+    if (w->mode == TW_HASHED && w->count == 0)
+        w->cur = target;
+    finish(w, true);
     return (int64_t)ran;
 }
 

@@ -74,7 +74,7 @@ static int check_defer(const struct tw_wheel *w, char *why, size_t len)
 
 /* The idle bound must never pass work: no later than the next piece of
  * work in the slots (for the hashed wheel, the next tick), and 0 while a
- * due list holds timers or the wheel is busy. */
+ * due list or the demoting list holds timers or the wheel is busy. */
 static int check_idle(const struct tw_wheel *w, char *why, size_t len)
 {
     uint64_t tick;
@@ -82,7 +82,7 @@ static int check_idle(const struct tw_wheel *w, char *why, size_t len)
     if (w->head.idle_ns == 0)
         return 0;
     if (w->busy || !tw__list_empty(&w->expired) ||
-        !tw__list_empty(&w->deferred))
+        !tw__list_empty(&w->deferred) || !tw__list_empty(&w->demoting))
         return tw__fail(why, len, "idle bound open with work due");
     if (w->mode == TW_HASHED)
         tick = w->cur < w->max_tick ? w->cur + 1 : UINT64_MAX;
@@ -100,6 +100,10 @@ static int check_counts(const struct tw_wheel *w, char *why, size_t len)
 
     if (!rc)
         rc = check_links(w, &w->deferred, w->count, &count, why, len);
+    if (!rc)
+        rc = check_links(w, &w->demoting, w->count, &count, why, len);
+    if (!rc && w->mode != TW_HIER && !tw__list_empty(&w->demoting))
+        rc = tw__fail(why, len, "demoting list used by a hashed wheel");
     for (size_t i = 0; !rc && i < w->nslots; i++)
         rc = check_links(w, &w->slots[i], w->count, &count, why, len);
     if (!rc && count != w->count)

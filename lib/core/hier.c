@@ -34,6 +34,22 @@
  *    moves at most once per level and fires at its exact tick;
  *  - slots never wrap: no round counting at any level;
  *  - crossing empty time costs one bitmap search per occupied slot passed.
+ *
+ * Sliced demotion. Demoting a slot costs one re-insertion per timer in it:
+ * a level-2 slot (one minute) of a wheel holding 10^7 timers spread over an
+ * hour holds about 170,000, milliseconds of work in one call. A sliced
+ * advance (tw_advance_sliced(), advance.c) bounds it: when cur reaches such
+ * a slot's start, the slot's whole list moves in O(1) to w->demoting and its
+ * bit is cleared, and each call then re-inserts at most its budget of them
+ * (demote_some()). Meanwhile the wheel stays exactly as it was left: cur at
+ * the slot's start, every lower level in the revolution that the slot spans
+ * (move_to()), so a timer on w->demoting belongs, by its due tick in
+ * [cur, demote_last], to those lower levels, where demote_some() puts it.
+ * No tick is collected while w->demoting holds a timer (only callbacks of
+ * timers already due run), so nothing fires out of order or early, and the
+ * lists stay valid between calls for schedule, re-arm, cancel, visit and
+ * drain, which treat w->demoting as one more list. An advance that does not
+ * bound its work finishes such a demotion first (tw__hier_demote_rest()).
  */
 #include <errno.h>
 
@@ -225,8 +241,10 @@ static void jump(struct tw_wheel *w, uint64_t target)
 }
 
 /* Move cur to the start of slot s of level k: every lower digit becomes 0,
- * so each lower level starts a new revolution at cur. */
-static void move_to(struct tw_wheel *w, unsigned k, uint32_t s, uint64_t tick)
+ * so each lower level starts a new revolution at cur. Inlined into both
+ * collects (as flush_ticks() below), as it was into the one there was. */
+static inline __attribute__((always_inline)) void
+move_to(struct tw_wheel *w, unsigned k, uint32_t s, uint64_t tick)
 {
     w->cur = tick;
     w->levels[k].pos = s;
@@ -303,7 +321,8 @@ uint64_t tw__hier_next_tick(const struct tw_wheel *w)
  * pass, in tick order, starting with slot s. A bounded advance takes one
  * tick at a time instead (target == the slot's tick), so that it stops on
  * the tick of the last timer it collected. Returns the last slot taken. */
-static uint32_t flush_ticks(struct tw_wheel *w, uint32_t s, uint64_t target)
+static inline __attribute__((always_inline)) uint32_t
+flush_ticks(struct tw_wheel *w, uint32_t s, uint64_t target)
 {
     struct tw__level *lv = w->levels;
     uint64_t limit = (target < lv->last ? target : lv->last) - lv->base;
@@ -353,6 +372,65 @@ static void demote_slot(struct tw_wheel *w, unsigned k, uint32_t s)
         w->occupied &= ~(UINT64_C(1) << k);
     if (first != head)
         tw__list_walk_both(first, last, place_demoted, w, due_ns);
+}
+
+/* Re-insert up to budget timers of w->demoting (see the top of the file),
+ * from both ends of the list as demote_slot() does, and leave the rest
+ * linked to the head, in their order, for the next call. Returns how many
+ * it moved. */
+static uint64_t demote_some(struct tw_wheel *w, uint64_t budget)
+{
+    struct tw_link *head = &w->demoting, *first = head->next;
+    struct tw_link *last = head->prev;
+    uint64_t due_ns = tw__tick_time(w, w->cur), n = 0;
+
+    while (first != head && n < budget) {
+        struct tw_link *next = first->next, *prev = last->prev;
+
+        place_demoted(w, first, due_ns);
+        if (++n, first == last) {
+            first = last = head;
+            break;
+        }
+        if (n == budget) {
+            first = next;
+            break;
+        }
+        place_demoted(w, last, due_ns);
+        if (++n, next == last) {
+            first = last = head;
+            break;
+        }
+        first = next;
+        last = prev;
+    }
+    head->next = first;
+    first->prev = head;
+    head->prev = last;
+    last->next = head;
+    return n;
+}
+
+void tw__hier_demote_rest(struct tw_wheel *w)
+{
+    demote_some(w, UINT64_MAX);
+}
+
+/* Start a sliced demotion of slot s of level k > 0, whose start cur has
+ * just reached: its list moves whole to w->demoting (the top of the
+ * file). */
+static void begin_demotion(struct tw_wheel *w, unsigned k, uint32_t s)
+{
+    struct tw__level *lv = &w->levels[k];
+    struct tw_link *head = &w->slots[lv->first + s];
+
+    tw__list_splice_back(&w->demoting, head);
+    tw__bitmap_clear(&lv->bits, s);
+    if (!lv->bits.summary)
+        w->occupied &= ~(UINT64_C(1) << k);
+    w->demote_last = lv->width - 1 > UINT64_MAX - w->cur
+                         ? UINT64_MAX
+                         : w->cur + (lv->width - 1);
 }
 
 /* Take the slots of word wi of level k's bitmap to the expired list, in
@@ -480,6 +558,70 @@ bool tw__hier_collect(struct tw_wheel *w, uint64_t target, bool batch)
     return true;
 }
 
+bool tw__hier_collect_sliced(struct tw_wheel *w, uint64_t target,
+                             uint64_t *work)
+{
+    unsigned k;
+    uint32_t s;
+    uint64_t tick;
+
+    if (*work == 0)
+        return false;
+    if (!tw__list_empty(&w->demoting)) {
+        *work -= demote_some(w, *work);
+        return true;
+    }
+    --*work;
+    if (!next_slot(w, &k, &s)) {
+        jump(w, target);
+        return false;
+    }
+    tick = w->levels[k].base + s * w->levels[k].width;
+    if (tick > target) {
+        jump(w, target);
+        return false;
+    }
+    if (k == 0) {
+        s = flush_ticks(w, s, tick);
+        move_to(w, 0, s, w->levels[0].base + s);
+        return true;
+    }
+    move_to(w, k, s, tick);
+    begin_demotion(w, k, s);
+    *work -= demote_some(w, *work);
+    return true;
+}
+
+/* The timers waiting on w->demoting: each belongs below the slot being
+ * demoted, whose ticks [cur, demote_last] are the revolution of the level
+ * under it (move_to()). */
+static int check_demoting(const struct tw_wheel *w, char *why, size_t len)
+{
+    const struct tw_link *head = &w->demoting;
+    bool spans = false;
+
+    if (tw__list_empty(head))
+        return 0;
+    for (unsigned k = 0; k < w->nlevels; k++)
+        spans |=
+            w->levels[k].base == w->cur && w->levels[k].last == w->demote_last;
+    if (!spans)
+        return tw__fail(why, len, "demoting: no level spans [%llu, %llu]",
+                        (unsigned long long)w->cur,
+                        (unsigned long long)w->demote_last);
+    for (const struct tw_link *n = head->next; n != head; n = n->next) {
+        const struct tw_timer *t = tw__list_timer((struct tw_link *)n);
+        uint64_t e = tw__due_tick(w, t->deadline);
+
+        if (e < w->cur || e > w->demote_last)
+            return tw__fail(why, len,
+                            "demoting: due tick %llu outside [%llu, %llu]",
+                            (unsigned long long)e, (unsigned long long)w->cur,
+                            (unsigned long long)w->demote_last);
+    }
+    return 0;
+}
+
 /* Check one slot's timers and its occupancy bit. */
 static int check_slot(const struct tw_wheel *w, unsigned k, uint32_t s,
                       char *why, size_t len)
@@ -552,13 +694,13 @@ static int check_level(const struct tw_wheel *w, unsigned k, char *why,
 
 int tw__hier_check(const struct tw_wheel *w, char *why, size_t len)
 {
+    int rc = check_demoting(w, why, len);
+
+    if (rc)
+        return rc;
     if (w->levels[w->nlevels - 1].last < w->max_tick)
         return tw__fail(why, len, "top level does not cover max tick");
-    for (unsigned k = 0; k < w->nlevels; k++) {
-        int rc = check_level(w, k, why, len);
-
-        if (rc)
-            return rc;
-    }
-    return 0;
+    for (unsigned k = 0; k < w->nlevels && !rc; k++)
+        rc = check_level(w, k, why, len);
+    return rc;
 }

@@ -101,6 +101,7 @@ static int build(struct tw_wheel *w, const struct tw_config *given)
     w->head.idle_ns = w->mode == TW_HIER ? UINT64_MAX : tw__tick_time(w, 1);
     tw__list_init(&w->expired);
     tw__list_init(&w->deferred);
+    tw__list_init(&w->demoting);
     rc = w->mode == TW_HIER ? tw__hier_layout(w, &cfg)
                             : tw__hashed_layout(w, &cfg);
     return rc ? rc : alloc_slots(w);
@@ -124,7 +125,8 @@ TW_PUBLIC struct tw_wheel *tw_create(const struct tw_config *cfg, int *err)
     return w;
 }
 
-/* Call fn on every list head of w: expired, deferred, then every slot. */
+/* Call fn on every list head of w: expired, deferred, demoting, then every
+ * slot. */
 static int each_list(struct tw_wheel *w,
                      int (*fn)(struct tw_link *head, void *ctx), void *ctx)
 {
@@ -132,6 +134,8 @@ static int each_list(struct tw_wheel *w,
 
     if (!rc)
         rc = fn(&w->deferred, ctx);
+    if (!rc)
+        rc = fn(&w->demoting, ctx);
     for (size_t i = 0; !rc && i < w->nslots; i++)
         rc = fn(&w->slots[i], ctx);
     return rc;
@@ -189,7 +193,8 @@ TW_PUBLIC uint64_t tw_next_deadline(const struct tw_wheel *w)
 
     if (!w)
         return UINT64_MAX;
-    if (!tw__list_empty(&w->expired) || !tw__list_empty(&w->deferred))
+    if (!tw__list_empty(&w->expired) || !tw__list_empty(&w->deferred) ||
+        !tw__list_empty(&w->demoting))
         return w->head.now;
     tick = next_work_tick(w);
     if (tick == UINT64_MAX)

@@ -13,6 +13,10 @@
  *               to a tick the running advance has reached); re-inserted at
  *               the start of the next advance so that it cannot run in the
  *               advance that scheduled it;
+ *   - demoting: (hierarchical, sliced advances only) taken from a coarse
+ *               slot whose start cur has reached, not yet put one level
+ *               down or more; due tick in [cur, demote_last]. While it holds
+ *               a timer, cur stays where it is (hier.c, "sliced demotion");
  *   - a slot of the design's wheel, due tick > cur.
  */
 #ifndef TW_WHEEL_H
@@ -153,6 +157,14 @@ struct tw_wheel {
      * last, read once per advance (advance.c) */
     tw_callback *expire;
     void *expire_ctx;
+    /* Sliced demotion (hier.c): the timers of a coarse slot not yet put
+     * lower, and that slot's last tick. Empty unless a sliced advance's
+     * demotion is under way, which may last across calls. Every general
+     * advance looks at it, beside the expiry function: at the end, so that
+     * the offsets of the fields the hot paths read stay as they were (the
+     * code generated for them did not stay the same when they moved). */
+    struct tw_link demoting;
+    uint64_t demote_last;
 };
 
 /* The inline advance of timewheel/core.h reads the head through a cast. */
@@ -196,6 +208,16 @@ void tw__hier_emptied(struct tw_wheel *w, struct tw_link *head);
 /* Collect the next tick with work at or before target (with batch, every
  * level-0 tick up to target); false when there is none and cur == target. */
 bool tw__hier_collect(struct tw_wheel *w, uint64_t target, bool batch);
+/* The same, in a sliced advance: one step of at most *work units (each
+ * collect step one, each timer demoted one), *work lowered by what it
+ * took; false when *work is spent or nothing is left at or before
+ * target. A demotion the budget cuts short stays on w->demoting and
+ * continues at the next call, before anything else is collected. */
+bool tw__hier_collect_sliced(struct tw_wheel *w, uint64_t target,
+                             uint64_t *work);
+/* Put every timer left on w->demoting where it belongs: an advance that
+ * does not bound its work finishes a sliced demotion first. */
+void tw__hier_demote_rest(struct tw_wheel *w);
 uint64_t tw__hier_next_tick(const struct tw_wheel *w);
 int tw__hier_check(const struct tw_wheel *w, char *why, size_t len);
 

@@ -11,6 +11,10 @@
  * callback checks that its timer was pending, that it is not early, and
  * that it runs in order; after each complete advance nothing due may be left
  * behind; tw_check() and tw_next_deadline() are checked after every step.
+ * Advances are unbounded, bounded in callbacks (tw_advance_bounded()), or
+ * sliced (tw_advance_sliced() with a budget of a few units, so that a
+ * coarse slot's demotion is spread over calls with random operations
+ * between them, and a later unbounded advance finishes what one left).
  *
  * The owned-fields runs do the same through an embedder that owns its
  * timers' fields (timewheel/core.h): the wheel has an expiry function, the
@@ -27,6 +31,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "wheel.h" /* only to count the demotions left for a next call */
 
 #define OPS 180000
 /* Timers per harness: enough to meet each other in slots and callbacks. */
@@ -56,6 +61,7 @@ struct harness {
     uint64_t last_key; /* order key of the last timer fired in this call */
     uint64_t max_step; /* largest advance step, in ticks */
     uint64_t fired, ops;
+    uint64_t spread; /* sliced calls that left a demotion for the next */
     char why[256];
 };
 
@@ -295,23 +301,40 @@ static void check_none_left(struct harness *h)
     }
 }
 
-static void do_advance(struct harness *h, uint64_t now, uint64_t budget)
+/* Advance to now: budget 0 is unbounded; work 0 is tw_advance_bounded()
+ * (or tw_advance()), else tw_advance_sliced() with budget callbacks and
+ * work units (which may leave a demotion, or deferred timers, for the next
+ * call: then the advance is complete only once tw_next_deadline() says no
+ * work is left at now). */
+static void do_advance(struct harness *h, uint64_t now, uint64_t budget,
+                       uint64_t work)
 {
     uint64_t fired = h->fired;
     int64_t ran;
+    bool complete;
 
     h->call++;
     h->prev_target = h->target;
     h->target = model_target(&h->cfg, now);
     h->last_key = 0;
     h->advancing = true;
-    ran =
-        budget ? tw_advance_bounded(h->w, now, budget) : tw_advance(h->w, now);
+    if (work)
+        ran = tw_advance_sliced(h->w, now, budget, work);
+    else if (budget)
+        ran = tw_advance_bounded(h->w, now, budget);
+    else
+        ran = tw_advance(h->w, now);
     h->advancing = false;
     cr_assert_eq((uint64_t)ran, h->fired - fired,
                  "%s: advance ran %" PRId64 ", callbacks counted %" PRIu64,
                  h->name, ran, h->fired - fired);
-    if (!budget || (uint64_t)ran < budget)
+    if (work)
+        complete = tw_next_deadline(h->w) > now;
+    else
+        complete = !budget || (uint64_t)ran < budget;
+    if (work && h->w->demoting.next != &h->w->demoting)
+        h->spread++;
+    if (complete)
         check_none_left(h);
 }
 
@@ -387,7 +410,7 @@ static void random_op(struct harness *h)
     uint64_t now = tw_now(h->w);
     size_t n = 0;
 
-    switch (below(h, 16)) {
+    switch (below(h, 18)) {
     case 0:
     case 1:
     case 2:
@@ -404,7 +427,7 @@ static void random_op(struct harness *h)
         model_cancel(h, mt);
         break;
     case 9:
-        do_advance(h, sat_add(now, random_step(h)), 1 + below(h, 4));
+        do_advance(h, sat_add(now, random_step(h)), 1 + below(h, 4), 0);
         break;
     case 10:
         if (now > h->cfg.start_ns) {
@@ -418,8 +441,15 @@ static void random_op(struct harness *h)
         cr_assert_eq(tw_visit(h->w, count_visit, &n), 0);
         cr_assert_eq(n, h->pending);
         break;
+    case 12:
+    case 13:
+        /* Sliced: a coarse slot's demotion, or the deferred timers, spread
+         * over several calls, with operations between them. */
+        do_advance(h, sat_add(now, random_step(h)), 1 + below(h, 8),
+                   1 + below(h, 6));
+        break;
     default:
-        do_advance(h, sat_add(now, random_step(h)), 0);
+        do_advance(h, sat_add(now, random_step(h)), 0, 0);
         break;
     }
 }
@@ -435,8 +465,8 @@ static void harness_run(struct harness *h, uint64_t ops)
         /* Run everything to the end of time: nothing may be lost. With
          * callbacks quiet, the second call runs what the first deferred. */
         h->quiet = true;
-        do_advance(h, UINT64_MAX, 0);
-        do_advance(h, UINT64_MAX, 0);
+        do_advance(h, UINT64_MAX, 0, 0);
+        do_advance(h, UINT64_MAX, 0, 0);
     } else {
         /* The hashed wheel steps through every tick, so the end of time is
          * out of reach: every timer still pending must cancel. */
@@ -446,6 +476,13 @@ static void harness_run(struct harness *h, uint64_t ops)
     cr_assert_eq(h->pending, 0, "%s: %zu timers never fired", h->name,
                  h->pending);
     cr_assert_eq(tw_pending(h->w), 0);
+    /* The sliced advances did spread demotions, with operations between
+     * the calls, when the run was long enough to meet coarse slots. */
+    if (h->cfg.mode == TW_HIER && h->ops >= OPS)
+        cr_assert_gt(h->spread, 100, "%s: only %" PRIu64 " spread demotions",
+                     h->name, h->spread);
+    fprintf(stderr, "%s: %" PRIu64 " sliced calls left a demotion\n", h->name,
+            h->spread);
 }
 
 /* ---- the layouts ----------------------------------------------------------

@@ -31,7 +31,9 @@
  * deadline and due tick (from the reference model of tests/model.c) and
  * the advance that scheduled it. It also knows the wheel's
  * tick between advances (`floor`): the target after a complete advance, and
- * the due tick of the last timer run after a bounded one that stopped. From
+ * the due tick of the last timer run after a bounded or sliced one that
+ * stopped (a sliced one, tw_advance_sliced(), stops when its work budget is
+ * spent, possibly in the middle of a coarse slot's demotion). From
  * that it checks, at every callback: pending, not early, not in the advance
  * that scheduled it, in order of max(due tick, floor); and after every
  * operation: tw_check(), the pending counts, every timer's state and
@@ -47,6 +49,7 @@
 #include "driver.h"
 #include "model.h"
 #include "timewheel.h"
+#include "wheel.h" /* the tick a sliced advance stopped at (advance()) */
 
 /* Few timers, so that operations keep meeting the same ones. */
 #define NTIMERS 24
@@ -287,6 +290,8 @@ static void refused_in_visit(struct fuzz *f, struct tw_timer *t)
     CHECK(f, tw_advance(w, f->now) == -EBUSY, "advance inside a visit");
     CHECK(f, tw_advance_bounded(w, f->now, 1) == -EBUSY,
           "bounded advance inside a visit");
+    CHECK(f, tw_advance_sliced(w, f->now, 1, 1) == -EBUSY,
+          "sliced advance inside a visit");
     CHECK(f, tw_destroy(w) == -EDEADLK, "destroy inside a visit");
     if (idle) {
         CHECK(f, tw_schedule(w, &idle->t, f->now) == -EBUSY,
@@ -358,6 +363,8 @@ static void act(struct fuzz *f, struct ftimer *ft)
         CHECK(f, tw_advance(f->w, f->now) == -EBUSY, "advance in callback");
         CHECK(f, tw_advance_bounded(f->w, f->now, 1) == -EBUSY,
               "bounded advance in callback");
+        CHECK(f, tw_advance_sliced(f->w, f->now, 1, 1) == -EBUSY,
+              "sliced advance in callback");
         CHECK(f, tw_destroy(f->w) == -EDEADLK, "destroy in callback");
         visit(f, 0);
         break;
@@ -425,11 +432,15 @@ static void none_left(struct fuzz *f)
     }
 }
 
-/* Advance to now; budget 0 is unbounded. */
-static void advance(struct fuzz *f, uint64_t now, uint64_t budget)
+/* Advance to now; budget 0 is unbounded; work 0 is tw_advance_bounded()
+ * (or tw_advance()), else tw_advance_sliced() with work units, whose call
+ * is complete once tw_next_deadline() says nothing is left at now. */
+static void advance(struct fuzz *f, uint64_t now, uint64_t budget,
+                    uint64_t work)
 {
     uint64_t before = f->st.fired;
     int64_t ran;
+    bool complete;
 
     f->call++;
     f->target = model_target(&f->cfg, now);
@@ -437,18 +448,41 @@ static void advance(struct fuzz *f, uint64_t now, uint64_t budget)
     f->last_due = 0;
     f->advancing = true;
     f->now = now;
-    trace(f, "advance to %llu (tick %llu), budget %llu",
+    trace(f, "advance to %llu (tick %llu), budget %llu, work %llu",
           (unsigned long long)now, (unsigned long long)f->target,
-          (unsigned long long)budget);
-    ran =
-        budget ? tw_advance_bounded(f->w, now, budget) : tw_advance(f->w, now);
+          (unsigned long long)budget, (unsigned long long)work);
+    if (work)
+        ran = tw_advance_sliced(f->w, now, budget, work);
+    else if (budget)
+        ran = tw_advance_bounded(f->w, now, budget);
+    else
+        ran = tw_advance(f->w, now);
     f->advancing = false;
     CHECK(f, ran >= 0 && (uint64_t)ran == f->st.fired - before,
           "advance returned %lld, %llu callbacks ran", (long long)ran,
           (unsigned long long)(f->st.fired - before));
+    /* A sliced call is done when no work is left at now; one that is not
+     * leaves the wheel's tick anywhere from the last timer it ran to the
+     * target, and the floor follows it (wheel.h): every timer due by it is
+     * due now, the others must come in order of due tick. (A done call on
+     * a hierarchical wheel may leave its tick behind the target, as the
+     * inline advance does: the floor, the target, is then above it.) */
+    complete =
+        work ? tw_next_deadline(f->w) > now : !budget || (uint64_t)ran < budget;
+    if (work && !complete) {
+        CHECK(f, f->w->cur >= f->last_due && f->w->cur <= f->target,
+              "sliced advance left tick %llu outside [%llu, %llu]",
+              (unsigned long long)f->w->cur, (unsigned long long)f->last_due,
+              (unsigned long long)f->target);
+        f->last_due = f->w->cur;
+    }
     if (f->cfg.mode == TW_HASHED)
         f->hashed_ticks += f->target - f->floor;
-    if (!budget || (uint64_t)ran < budget) {
+    trace(f, "  ran %lld, %s, next deadline %llu, tick %llu", (long long)ran,
+          complete ? "complete" : "not complete",
+          (unsigned long long)tw_next_deadline(f->w),
+          (unsigned long long)f->w->cur);
+    if (complete) {
         f->floor = f->target;
         none_left(f);
     } else if (f->last_due > f->floor) {
@@ -525,6 +559,10 @@ static void backwards(struct fuzz *f, uint64_t n)
           "bounded advance backwards");
     CHECK(f, tw_advance_bounded(f->w, f->now, 0) == -EINVAL,
           "bounded advance with no budget");
+    CHECK(f, tw_advance_sliced(f->w, to, 3, 3) == -ERANGE,
+          "sliced advance backwards");
+    CHECK(f, tw_advance_sliced(f->w, f->now, 3, 0) == -EINVAL,
+          "sliced advance with no work");
     CHECK(f, tw_now(f->w) == f->now, "time moved backwards");
 }
 
@@ -634,12 +672,13 @@ static void op(struct fuzz *f)
     case 8:
     case 14:
         kind = byte(f);
-        advance(f, clamp_hashed(f, step_to(f, kind, num(f))), 0);
+        advance(f, clamp_hashed(f, step_to(f, kind, num(f))), 0, 0);
         break;
-    case 9:
+    case 9: /* bounded; with bit 7 of a, sliced too */
         a = byte(f);
         kind = byte(f);
-        advance(f, clamp_hashed(f, step_to(f, kind, num(f))), 1 + a % 8);
+        advance(f, clamp_hashed(f, step_to(f, kind, num(f))), 1 + a % 8,
+                a & 0x80 ? 1 + (a >> 3) % 16 : 0);
         break;
     case 10:
         backwards(f, num(f));
@@ -651,7 +690,7 @@ static void op(struct fuzz *f)
         visit(f, byte(f) % 4);
         break;
     default:
-        advance(f, clamp_hashed(f, UINT64_MAX), 0);
+        advance(f, clamp_hashed(f, UINT64_MAX), 0, 0);
         break;
     }
 }
@@ -824,7 +863,7 @@ static void finish(struct fuzz *f)
     if (!f->failed && !f->destroy_at_end) {
         f->quiet = true;
         if (reach) {
-            advance(f, UINT64_MAX, 0);
+            advance(f, UINT64_MAX, 0, 0);
             CHECK(f, f->pending == 0, "%zu timers left after the end of time",
                   f->pending);
         }
