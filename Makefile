@@ -19,6 +19,7 @@
 #   service    libtimewheel-service     the core, threads, liburcu
 #   loop       libtimewheel-loop        the core (event-loop helpers)
 #   purgatory  libtimewheel-purgatory   the core, the service, threads
+#   store      libtimewheel-store       the core, RocksDB, threads
 
 PREFIX ?= /usr/local
 ALLOC ?= jemalloc
@@ -48,7 +49,7 @@ CFLAGS_LIB := $(WARN) $(OPT) $(SANFLAGS) -fPIC -fvisibility=hidden
 # For each layer: its library's name, the layers below it that it links, and
 # the outside libraries it needs. Listed bottom-up.
 # A layer joins the build once its folder holds code.
-LAYERS := core service $(foreach l,loop purgatory,$(if $(wildcard lib/$(l)/*.c),$(l)))
+LAYERS := core service $(foreach l,loop purgatory store,$(if $(wildcard lib/$(l)/*.c),$(l)))
 NAME_core := timewheel
 NEEDS_core :=
 EXT_core := $(ALLOCLIB)
@@ -61,10 +62,14 @@ EXT_loop :=
 NAME_purgatory := timewheel-purgatory
 NEEDS_purgatory := core service
 EXT_purgatory := -lpthread
+NAME_store := timewheel-store
+NEEDS_store := core
+EXT_store := -lrocksdb -lpthread
 DESC_core := hierarchical and hashed timing wheels for C
 DESC_service := a thread-safe timer service over timewheel
 DESC_loop := helpers to drive timewheel from an event loop
 DESC_purgatory := delayed operations watched by keys, over timewheel
+DESC_store := delayed messages that survive a crash, over timewheel and RocksDB
 
 LIB_HDR := $(wildcard lib/*/*.h) include/timewheel.h $(wildcard include/timewheel/*.h)
 
@@ -181,3 +186,4 @@ clean:
 -include bench/netty/netty.mk
 -include tests/extra.mk
 -include docs/examples/examples.mk
+-include tests/store/store.mk

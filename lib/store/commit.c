@@ -1,0 +1,175 @@
+/*
+ * commit.c: group commit, on the worker. A batch of operations becomes one
+ * RocksDB write batch, written and synced once; only then does memory
+ * change and do the done callbacks run, so nothing is delivered, and no
+ * producer told "durable", before the disk has it.
+ *
+ * In three passes over the batch, in the order the operations came:
+ *  1. resolve: a schedule enters the table as NEW (so that a cancel later
+ *     in the same batch finds it); a cancel or ack finds its target in the
+ *     table (marking it dead) or, beyond the window, on disk; each adds
+ *     its put or delete to the write batch. The sequence high-water mark
+ *     goes in too, so ids are never reused after a restart.
+ *  2. write and sync.
+ *  3. apply (on success: NEW timers inside the window are armed, the others
+ *     leave memory; dead targets leave) or undo (on failure: NEW timers
+ *     leave memory, targets live again), then the done callbacks.
+ */
+#include <errno.h>
+
+#include "store.h"
+
+/* A schedule's turn in pass 1. */
+static void resolve_schedule(struct tw_store *s, struct tw__op *op)
+{
+    unsigned char key[TW__KEY_LEN];
+
+    op->e->state = TW__NEW;
+    tw__table_insert(&s->table, op->e); /* room: sized for a batch more */
+    tw__key(key, op->id);
+    tw__db_batch_put(s->batch, key, sizeof key, op->e->payload, op->e->len);
+}
+
+/* A target beyond the window: on disk or nowhere. Only a delivered timer
+ * can be acked, and none beyond the window has been. */
+static int resolve_on_disk(struct tw_store *s, struct tw__op *op,
+                           const unsigned char *key)
+{
+    unsigned char v[TW_STORE_PAYLOAD_MAX];
+    size_t vl = sizeof v;
+    int rc;
+
+    if (tw__id_cmp(op->id, s->window_end) < 0)
+        return -ENOENT; /* the window holds all of its range */
+    rc = tw__db_get(s->db, key, TW__KEY_LEN, v, &vl);
+    if (rc <= 0)
+        return rc == 0 ? -ENOENT : rc;
+    if (op->kind == TW__OP_ACK)
+        return -EAGAIN;
+    tw__db_batch_del(s->batch, key, TW__KEY_LEN);
+    return 0;
+}
+
+static void resolve_removal(struct tw_store *s, struct tw__op *op)
+{
+    struct tw__entry *e = tw__table_find(&s->table, op->id);
+    unsigned char key[TW__KEY_LEN];
+
+    tw__key(key, op->id);
+    op->e = NULL;
+    if (!e) {
+        op->err = resolve_on_disk(s, op, key);
+        return;
+    }
+    if (e->dead) {
+        op->err = -ENOENT;
+    } else if (op->kind == TW__OP_ACK && e->state != TW__DELIVERED) {
+        op->err = -EAGAIN;
+    } else {
+        e->dead = true;
+        tw__db_batch_del(s->batch, key, sizeof key);
+        op->err = 0;
+        if (e->state != TW__NEW)
+            op->e = e; /* a NEW one leaves with its schedule, pass 3 */
+    }
+}
+
+static void resolve(struct tw_store *s, struct tw__op *ops, size_t n,
+                    uint64_t next_seq)
+{
+    unsigned char seq[8];
+
+    tw__db_batch_clear(s->batch);
+    for (size_t i = 0; i < n; i++) {
+        ops[i].err = 0;
+        if (ops[i].kind == TW__OP_SCHEDULE)
+            resolve_schedule(s, &ops[i]);
+        else
+            resolve_removal(s, &ops[i]);
+    }
+    tw__put_be64(seq, next_seq);
+    tw__db_batch_put(s->batch, "M", 1, seq, sizeof seq);
+}
+
+/* Pass 3 for a durable schedule. */
+static void apply_schedule(struct tw_store *s, struct tw__op *op,
+                           uint64_t now)
+{
+    struct tw__entry *e = op->e;
+    bool inside = tw__id_cmp(e->id, s->window_end) < 0;
+
+    if (e->dead || !inside || s->loaded >= s->cfg.window_max) {
+        /* A timer inside a full window shrinks the window to it, so that
+         * the invariant holds: the loader reads it again later. */
+        if (!e->dead && inside)
+            s->window_end = e->id;
+        tw__table_remove(&s->table, e);
+        tw__entry_free(e);
+    } else {
+        s->loaded++;
+        tw__window_arm(s, e, now);
+    }
+    if (!e->dead)
+        atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
+    op->e = NULL;
+}
+
+static void apply(struct tw_store *s, struct tw__op *ops, size_t n)
+{
+    uint64_t now = tw__real_ns();
+
+    for (size_t i = 0; i < n; i++) {
+        struct tw__op *op = &ops[i];
+
+        if (op->kind == TW__OP_SCHEDULE) {
+            apply_schedule(s, op, now);
+        } else if (op->err == 0) {
+            if (op->e) {
+                tw__table_remove(&s->table, op->e);
+                tw__window_drop(s, op->e);
+            }
+            atomic_fetch_sub_explicit(&s->count, 1, memory_order_relaxed);
+        }
+    }
+}
+
+static void undo(struct tw_store *s, struct tw__op *ops, size_t n, int rc)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct tw__op *op = &ops[i];
+
+        if (op->kind == TW__OP_SCHEDULE) {
+            tw__table_remove(&s->table, op->e);
+            tw__entry_free(op->e);
+            op->e = NULL;
+        } else if (op->e) {
+            op->e->dead = false;
+        }
+        op->err = rc;
+    }
+}
+
+int tw__commit(struct tw_store *s, struct tw__op *ops, size_t n)
+{
+    uint64_t next_seq;
+    int rc;
+
+    pthread_mutex_lock(&s->mu);
+    next_seq = s->next_seq;
+    rc = s->err;
+    pthread_mutex_unlock(&s->mu);
+    if (rc == 0) {
+        resolve(s, ops, n, next_seq);
+        rc = tw__db_write(s->db, s->batch);
+        if (rc == 0)
+            apply(s, ops, n);
+        else
+            undo(s, ops, n, rc);
+    } else {
+        undo(s, ops, n, rc);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (ops[i].done)
+            ops[i].done(ops[i].id, ops[i].err, ops[i].arg);
+    return rc;
+}
