@@ -55,8 +55,10 @@ static int submit(struct tw_store *s, struct tw__op *op, bool new_id)
     pthread_mutex_lock(&s->mu);
     rc = admit(s);
     if (rc == 0) {
-        if (new_id)
+        if (new_id) {
             op->id.seq = s->next_seq++;
+            op->e->id = op->id;
+        }
         if (s->qlen == 0)
             s->q_first_ns = tw__mono_ns();
         s->q[s->qlen++] = *op;

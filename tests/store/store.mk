@@ -1,0 +1,36 @@
+# The durable timer store's crash harness (tests/store/crash.c), included
+# by the top Makefile.
+#
+#   make store-crash        1,000 SIGKILLs of a writer at random moments, a
+#                           check of the guarantees after each (a few min)
+#   make store-crash-quick  25 of them (seconds): `make test` runs it
+#
+# It is built in the variant being tested (SAN=... included), against the
+# static archives, and runs in a scratch directory under /tmp.
+
+STORE_CRASH_BIN := $(B)/tests/storecrash
+STORE_CRASH_KILLS ?= 1000
+STORE_CRASH_QUICK_KILLS ?= 25
+STORE_CRASH_SEED ?= 20261126
+DEPS_CORE += librocksdb-dev
+
+.PHONY: store-crash store-crash-quick
+
+$(STORE_CRASH_BIN): tests/store/crash.c include/timewheel/store.h $(STATIC)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -o $@ tests/store/crash.c $(STATIC) $(LDLIBS_LIB)
+
+# $(call store_crash,KILLS): run the harness in a fresh directory.
+store_crash = d=$$(mktemp -d /tmp/twstore-crash-XXXXXX) && \
+	$(STORE_CRASH_BIN) $$d/store $(1) $(STORE_CRASH_SEED); rc=$$?; \
+	rm -rf $$d; exit $$rc
+
+store-crash: $(STORE_CRASH_BIN)
+	@$(call store_crash,$(STORE_CRASH_KILLS))
+
+store-crash-quick: $(STORE_CRASH_BIN)
+	@$(call store_crash,$(STORE_CRASH_QUICK_KILLS))
+
+# Before the Criterion suite, so that its summary is still printed last.
+test-run: store-crash-quick
+store-crash-quick: | $(TEST_BIN)
