@@ -187,3 +187,4 @@ clean:
 -include tests/extra.mk
 -include docs/examples/examples.mk
 -include tests/store/store.mk
+-include bench/store/store.mk

@@ -46,7 +46,7 @@
  * callbacks run on the store's worker thread, one at a time, so a slow
  * callback delays commits: keep them short.
  *
- * Errors are negative errno codes (tw_strerror() names them):
+ * Errors are negative errno codes (strerror(-err) names them):
  *   -EINVAL     bad argument (NULL, payload too long, unknown config value)
  *   -EBUSY      the directory is open by another store (this process or
  *               another: a lock file, dir/LOCK)
@@ -81,7 +81,7 @@ extern "C" {
 
 /* Defaults of struct tw_store_config (tw_store_config_init()). */
 #define TW_STORE_DEFAULT_COMMIT_NS UINT64_C(10000000) /* 10 ms */
-#define TW_STORE_DEFAULT_COMMIT_OPS 8192u
+#define TW_STORE_DEFAULT_COMMIT_OPS 65536u
 #define TW_STORE_DEFAULT_WINDOW_NS UINT64_C(60000000000) /* 1 min */
 #define TW_STORE_DEFAULT_WINDOW_MAX 65536u
 #define TW_STORE_DEFAULT_RATE 1000000u /* deliveries per second */

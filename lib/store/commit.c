@@ -96,12 +96,12 @@ static void apply_schedule(struct tw_store *s, struct tw__op *op,
                            uint64_t now)
 {
     struct tw__entry *e = op->e;
-    bool inside = tw__id_cmp(e->id, s->window_end) < 0;
+    bool inside = tw__id_cmp(e->id, s->window_end) < 0, dead = e->dead;
 
-    if (e->dead || !inside || s->loaded >= s->cfg.window_max) {
+    if (dead || !inside || s->loaded >= s->cfg.window_max) {
         /* A timer inside a full window shrinks the window to it, so that
          * the invariant holds: the loader reads it again later. */
-        if (!e->dead && inside)
+        if (!dead && inside)
             s->window_end = e->id;
         tw__table_remove(&s->table, e);
         tw__entry_free(e);
@@ -109,7 +109,7 @@ static void apply_schedule(struct tw_store *s, struct tw__op *op,
         s->loaded++;
         tw__window_arm(s, e, now);
     }
-    if (!e->dead)
+    if (!dead)
         atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
     op->e = NULL;
 }
