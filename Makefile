@@ -64,7 +64,11 @@ NEEDS_purgatory := core service
 EXT_purgatory := -lpthread
 NAME_store := timewheel-store
 NEEDS_store := core
-EXT_store := -lrocksdb -lpthread
+# libstdc++ named here, so that it comes before jemalloc (a need of the
+# core) in a program's lookup order: Debian's libjemalloc exports operator
+# new but not every operator delete, and RocksDB, given jemalloc's new and
+# libstdc++'s delete, frees jemalloc's memory with the C library's free().
+EXT_store := -lrocksdb -Wl,--no-as-needed,-lstdc++ -lpthread
 DESC_core := hierarchical and hashed timing wheels for C
 DESC_service := a thread-safe timer service over timewheel
 DESC_loop := helpers to drive timewheel from an event loop

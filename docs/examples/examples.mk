@@ -1,7 +1,9 @@
 # docs/examples/: built as a user builds them, against an installed copy of
 # the library through pkg-config, and run by `make test`: each server
 # through the loopback test (tests/loop/loopback.c) as a real process on
-# 127.0.0.1 with 2,000 client connections, and libevent_timers on its own.
+# 127.0.0.1 with 2,000 client connections, and libevent_timers and
+# broker_delayed (the durable store: a broker's delayed messages across a
+# restart) on their own.
 # Included by the top Makefile.
 #
 #   make examples       build the examples and the loopback client
@@ -32,9 +34,13 @@ examples: examples-install
 	    $$($(EX_PC) --cflags --libs timewheel-loop libevent)
 	$(CC) $(EX_CFLAGS) -o $(EX_DIR)/loopback tests/loop/loopback.c \
 	    $$($(EX_PC) --cflags --libs timewheel-loop)
+	$(CC) $(EX_CFLAGS) -o $(EX_DIR)/broker_delayed \
+	    docs/examples/broker_delayed.c \
+	    $$($(EX_PC) --cflags --libs timewheel-store)
 
 examples-run: examples
 	LD_LIBRARY_PATH=$(EX_PREFIX)/lib $(EX_DIR)/libevent_timers
+	LD_LIBRARY_PATH=$(EX_PREFIX)/lib $(EX_DIR)/broker_delayed
 	LD_LIBRARY_PATH=$(EX_PREFIX)/lib $(EX_DIR)/loopback $(EX_DIR)/epoll_server
 	LD_LIBRARY_PATH=$(EX_PREFIX)/lib $(EX_DIR)/loopback $(EX_DIR)/uv_server
 
