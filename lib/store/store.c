@@ -152,6 +152,15 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+static bool db_empty(struct tw__db *db)
+{
+    struct tw__db_iter *it = tw__db_iter_new(db, "", 0);
+    bool empty = it && !tw__db_iter_valid(it) && tw__db_iter_error(it) == 0;
+
+    tw__db_iter_free(it);
+    return empty;
+}
+
 /* The sequence number to start from: the high-water mark of the last
  * commit, so an id is never handed out twice in the directory's life. */
 static int read_seq(struct tw_store *s, bool created)
@@ -162,10 +171,13 @@ static int read_seq(struct tw_store *s, bool created)
 
     if (rc < 0)
         return rc;
-    if (rc == 0 || vl != 8) {
-        /* A new database gets its mark at once; an old one without it is
-         * some other program's RocksDB. */
-        if (!created)
+    if (rc == 1 && vl != 8)
+        return -EBADMSG;
+    if (rc == 0) {
+        /* A new database gets its mark at once. One without it that holds
+         * any record is some other program's RocksDB; an empty one is ours,
+         * its creator killed before it wrote the mark. */
+        if (!created && !db_empty(s->db))
             return -EBADMSG;
         s->next_seq = 1;
         tw__put_be64(v, 1);

@@ -360,6 +360,7 @@ static int driver(const char *dir, long kills, uint64_t seed)
 
     snprintf(log, sizeof log, "%s.log", dir);
     unlink(log);
+    grow(); /* the map exists before the first record */
     rng_state = seed | 1;
     for (long k = 0; k < kills; k++) {
         struct timespec ts;

@@ -130,6 +130,17 @@ static inline size_t st_wait(struct st_rec *r, size_t *field, size_t want,
     return got;
 }
 
+/* *field, read under the recorder's lock (the worker writes it). */
+static inline size_t st_get(struct st_rec *r, size_t *field)
+{
+    size_t v;
+
+    pthread_mutex_lock(&r->mu);
+    v = *field;
+    pthread_mutex_unlock(&r->mu);
+    return v;
+}
+
 static inline struct tw_store *st_open_cfg(const char *dir, struct st_rec *r,
                                            struct tw_store_config *cfg)
 {
