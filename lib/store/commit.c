@@ -7,27 +7,66 @@
  * In three passes over the batch, in the order the operations came:
  *  1. resolve: a schedule enters the table as NEW (so that a cancel later
  *     in the same batch finds it); a cancel or ack finds its target in the
- *     table (marking it dead) or, beyond the window, on disk; each adds
- *     its put or delete to the write batch. The sequence high-water mark
- *     goes in too, so ids are never reused after a restart.
+ *     table (marking it dead) or, beyond the window, on disk; each notes
+ *     its put or delete. The notes are sorted by key (operations on one key
+ *     keep their order) and go into the write batch in that order: RocksDB
+ *     inserts a sorted run into its memtable's skip list from the previous
+ *     insert's position, where random keys cost a search from the top each
+ *     (two thirds of a schedule's CPU, by perf, before). The sequence
+ *     high-water mark goes in too, so ids are never reused after a
+ *     restart.
  *  2. write and sync.
  *  3. apply (on success: NEW timers inside the window are armed, the others
  *     leave memory; dead targets leave) or undo (on failure: NEW timers
  *     leave memory, targets live again), then the done callbacks.
  */
 #include <errno.h>
+#include <stdlib.h>
 
 #include "store.h"
+
+static void note(struct tw_store *s, const struct tw__op *op, bool del)
+{
+    struct tw__write *w = &s->writes[s->nwrites];
+
+    w->id = op->id;
+    w->idx = (uint32_t)(op - s->wq);
+    w->del = del;
+    s->nwrites++;
+}
+
+static int write_cmp(const void *a, const void *b)
+{
+    const struct tw__write *x = a, *y = b;
+    int c = tw__id_cmp(x->id, y->id);
+
+    return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* The notes, sorted, into the write batch. */
+static void fill_batch(struct tw_store *s)
+{
+    unsigned char key[TW__KEY_LEN];
+
+    qsort(s->writes, s->nwrites, sizeof *s->writes, write_cmp);
+    for (size_t i = 0; i < s->nwrites; i++) {
+        const struct tw__write *w = &s->writes[i];
+        const struct tw__entry *e = s->wq[w->idx].e;
+
+        tw__key(key, w->id);
+        if (w->del)
+            tw__db_batch_del(s->batch, key, sizeof key);
+        else
+            tw__db_batch_put(s->batch, key, sizeof key, e->payload, e->len);
+    }
+}
 
 /* A schedule's turn in pass 1. */
 static void resolve_schedule(struct tw_store *s, struct tw__op *op)
 {
-    unsigned char key[TW__KEY_LEN];
-
     op->e->state = TW__NEW;
     tw__table_insert(&s->table, op->e); /* room: sized for a batch more */
-    tw__key(key, op->id);
-    tw__db_batch_put(s->batch, key, sizeof key, op->e->payload, op->e->len);
+    note(s, op, false);
 }
 
 /* A target beyond the window: on disk or nowhere. Only a delivered timer
@@ -46,7 +85,15 @@ static int resolve_on_disk(struct tw_store *s, struct tw__op *op,
         return rc == 0 ? -ENOENT : rc;
     if (op->kind == TW__OP_ACK)
         return -EAGAIN;
-    tw__db_batch_del(s->batch, key, TW__KEY_LEN);
+    note(s, op, true);
+    /* A dead placeholder in the table, so that a second cancel in this
+     * batch answers -ENOENT; it leaves in pass 3. */
+    op->e = tw__entry_new(op->id, NULL, 0);
+    if (op->e) {
+        op->e->state = TW__NEW;
+        op->e->dead = true;
+        tw__table_insert(&s->table, op->e);
+    }
     return 0;
 }
 
@@ -67,7 +114,7 @@ static void resolve_removal(struct tw_store *s, struct tw__op *op)
         op->err = -EAGAIN;
     } else {
         e->dead = true;
-        tw__db_batch_del(s->batch, key, sizeof key);
+        note(s, op, true);
         op->err = 0;
         if (e->state != TW__NEW)
             op->e = e; /* a NEW one leaves with its schedule, pass 3 */
@@ -80,6 +127,7 @@ static void resolve(struct tw_store *s, struct tw__op *ops, size_t n,
     unsigned char seq[8];
 
     tw__db_batch_clear(s->batch);
+    s->nwrites = 0;
     for (size_t i = 0; i < n; i++) {
         ops[i].err = 0;
         if (ops[i].kind == TW__OP_SCHEDULE)
@@ -87,6 +135,7 @@ static void resolve(struct tw_store *s, struct tw__op *ops, size_t n,
         else
             resolve_removal(s, &ops[i]);
     }
+    fill_batch(s);
     tw__put_be64(seq, next_seq);
     tw__db_batch_put(s->batch, "M", 1, seq, sizeof seq);
 }
@@ -126,7 +175,10 @@ static void apply(struct tw_store *s, struct tw__op *ops, size_t n)
         } else if (op->err == 0) {
             if (op->e) {
                 tw__table_remove(&s->table, op->e);
-                tw__window_drop(s, op->e);
+                if (op->e->state == TW__NEW)
+                    tw__entry_free(op->e); /* a placeholder */
+                else
+                    tw__window_drop(s, op->e);
             }
             atomic_fetch_sub_explicit(&s->count, 1, memory_order_relaxed);
         }
@@ -140,6 +192,10 @@ static void undo(struct tw_store *s, struct tw__op *ops, size_t n, int rc)
 
         if (op->kind == TW__OP_SCHEDULE) {
             tw__table_remove(&s->table, op->e);
+            tw__entry_free(op->e);
+            op->e = NULL;
+        } else if (op->e && op->e->state == TW__NEW) {
+            tw__table_remove(&s->table, op->e); /* a placeholder */
             tw__entry_free(op->e);
             op->e = NULL;
         } else if (op->e) {

@@ -219,6 +219,7 @@ static void release(struct tw_store *s)
     pthread_cond_destroy(&s->space_cv);
     free(s->q);
     free(s->wq);
+    free(s->writes);
     free(s->dir);
     free(s);
 }
@@ -235,7 +236,8 @@ static int open_parts(struct tw_store *s, const char *dir)
     s->dir = strdup(dir);
     s->batch = tw__db_batch_new();
     s->wq = malloc(s->cfg.commit_ops * sizeof *s->wq);
-    if (!path || !s->dir || !s->batch || !s->wq) {
+    s->writes = malloc(s->cfg.commit_ops * sizeof *s->writes);
+    if (!path || !s->dir || !s->batch || !s->wq || !s->writes) {
         free(path);
         return -ENOMEM;
     }

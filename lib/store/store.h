@@ -156,6 +156,13 @@ struct tw__op {
                           * target in memory that leaves, or NULL */
 };
 
+/* A put or delete of a batch, before the batch is sorted (commit.c). */
+struct tw__write {
+    struct tw_store_id id;
+    uint32_t idx; /* the operation's place in the batch */
+    bool del;
+};
+
 struct tw_store {
     struct tw_store_config cfg;
     char *dir;
@@ -184,6 +191,8 @@ struct tw_store {
     struct tw__op *wq; /* the batch being committed */
     size_t wqcap;
     struct tw__db_batch *batch;
+    struct tw__write *writes; /* commit_ops of them */
+    size_t nwrites;
     struct tw_wheel *wheel;
     struct tw__table table;
     struct tw__entry *due_head, *due_tail;

@@ -91,8 +91,10 @@ Test(store, cancel_before_due_and_its_answers)
     cr_assert_eq(tw_store_cancel(s, never, st_done, &rec), 0);
     cr_assert_eq(tw_store_ack(s, far, st_done, &rec), 0); /* not yet due */
     cr_assert_eq(tw_store_cancel(s, far, st_done, &rec), 0);
+    cr_assert_eq(tw_store_cancel(s, far, st_done, &rec), 0); /* same batch */
     cr_assert_eq(tw_store_sync(s), 0);
-    cr_assert_eq(rec.done_n, 6);
+    cr_assert_eq(rec.done_n, 7);
+    cr_assert_eq(rec.done_err[6], -ENOENT, "%d", rec.done_err[6]);
     cr_assert_eq(rec.done_err[0], -EAGAIN);
     cr_assert_eq(rec.done_err[1], 0);
     cr_assert_eq(rec.done_err[2], -ENOENT);
