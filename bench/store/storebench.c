@@ -25,16 +25,16 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include "timewheel/store.h"
@@ -71,8 +71,8 @@ static void on_done(struct tw_store_id id, int err, void *arg)
     atomic_fetch_add(&done_n, 1);
 }
 
-static void on_deliver(struct tw_store *s, struct tw_store_id id,
-                       const void *p, size_t len, void *arg)
+static void on_deliver(struct tw_store *s, struct tw_store_id id, const void *p,
+                       size_t len, void *arg)
 {
     (void)p;
     (void)len;
@@ -94,8 +94,8 @@ static void on_deliver_noack(struct tw_store *s, struct tw_store_id id,
         atomic_store(&first_delivery_ns, mono());
 }
 
-static void on_nothing(struct tw_store *s, struct tw_store_id id,
-                       const void *p, size_t len, void *arg)
+static void on_nothing(struct tw_store *s, struct tw_store_id id, const void *p,
+                       size_t len, void *arg)
 {
     (void)s;
     (void)id;
@@ -227,8 +227,8 @@ static int crash(const char *dir, long n)
     uint64_t now = real();
 
     for (long i = 0; i < n; i++)
-        tw_store_schedule_at(s, now + 60 * S + rng() % (7 * 86400 * S),
-                             payload, sizeof payload, on_done, NULL, NULL);
+        tw_store_schedule_at(s, now + 60 * S + rng() % (7 * 86400 * S), payload,
+                             sizeof payload, on_done, NULL, NULL);
     wait_count(&done_n, (unsigned long)n);
     kill(getpid(), SIGKILL);
     return 1;
@@ -262,8 +262,9 @@ static int deliver_all(const char *dir, long n, const char *csv)
 static int child(const char *mode, const char *dir, long n, const char *csv)
 {
     char nbuf[32];
-    char *argv[] = {"storebench", (char *)mode, (char *)dir, nbuf,
-                    (char *)(csv ? csv : ""), NULL};
+    char *argv[] = {
+        "storebench", (char *)mode, (char *)dir, nbuf, (char *)(csv ? csv : ""),
+        NULL};
     extern char **environ;
     int status;
     pid_t pid;
@@ -286,8 +287,8 @@ static int fill(const char *dir, long n, const char *csv)
     FILE *f;
 
     for (long i = 0; i < n; i++) {
-        uint64_t at = i < 1000 ? (uint64_t)i + 1
-                               : now + 60 * S + rng() % (7 * 86400 * S);
+        uint64_t at =
+            i < 1000 ? (uint64_t)i + 1 : now + 60 * S + rng() % (7 * 86400 * S);
 
         memcpy(payload, &i, sizeof i);
         tw_store_schedule_at(s, at, payload, sizeof payload, on_done, NULL,
@@ -298,9 +299,11 @@ static int fill(const char *dir, long n, const char *csv)
     tw_store_close(s);
     per = (double)disk_bytes(dir) / (double)n;
     printf("store: %ld durable schedules, one producer: %.0f /s (%lu "
-           "failed)\n", n, n / (t / 1e9), (unsigned long)done_err);
+           "failed)\n",
+           n, n / (t / 1e9), (unsigned long)done_err);
     printf("store: bytes on disk per pending timer (16-byte payload): "
-           "%.1f\n", per);
+           "%.1f\n",
+           per);
     f = csv_open(csv);
     csv_row(f, "schedules_per_s", n, n / (t / 1e9));
     csv_row(f, "disk_bytes_per_timer", n, per);

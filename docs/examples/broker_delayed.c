@@ -64,8 +64,8 @@ static void publish(struct tw_store *s, struct tw_store_id id,
     if (now < id.deadline_ns)
         atomic_fetch_add(&early, 1);
     printf("published the message at log offset %llu, %.1f ms after its "
-           "deadline\n", (unsigned long long)offset,
-           (double)(now - id.deadline_ns) / 1e6);
+           "deadline\n",
+           (unsigned long long)offset, (double)(now - id.deadline_ns) / 1e6);
     atomic_fetch_add(&published, 1);
     tw_store_ack(s, id, NULL, NULL);
 }

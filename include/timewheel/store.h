@@ -146,9 +146,8 @@ TW_PUBLIC void tw_store_config_init(struct tw_store_config *cfg);
  * -ENOTEMPTY, -EBADMSG, -ENOSPC, -EIO, -ENOMEM, or the errno of mkdir or
  * open (-EACCES, -ENOTDIR...).
  */
-TW_PUBLIC struct tw_store *tw_store_open(const char *dir,
-                                         const struct tw_store_config *cfg,
-                                         int *err);
+TW_PUBLIC struct tw_store *
+tw_store_open(const char *dir, const struct tw_store_config *cfg, int *err);
 
 /*
  * Schedule a delivery of payload (len bytes, 0..TW_STORE_PAYLOAD_MAX; copied)

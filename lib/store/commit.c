@@ -141,8 +141,7 @@ static void resolve(struct tw_store *s, struct tw__op *ops, size_t n,
 }
 
 /* Pass 3 for a durable schedule. */
-static void apply_schedule(struct tw_store *s, struct tw__op *op,
-                           uint64_t now)
+static void apply_schedule(struct tw_store *s, struct tw__op *op, uint64_t now)
 {
     struct tw__entry *e = op->e;
     bool inside = tw__id_cmp(e->id, s->window_end) < 0, dead = e->dead;

@@ -50,8 +50,8 @@ int tw__db_errno(const char *msg)
         return -ENOSPC;
     if (strstr(msg, "lock ") || strstr(msg, "Resource temporarily"))
         return -EBUSY;
-    if (strncmp(msg, "Corruption", 10) == 0 ||
-        strstr(msg, "does not exist") || strstr(msg, "Invalid argument"))
+    if (strncmp(msg, "Corruption", 10) == 0 || strstr(msg, "does not exist") ||
+        strstr(msg, "Invalid argument"))
         return -EBADMSG;
     return -EIO;
 }
@@ -192,8 +192,7 @@ int tw__db_write(struct tw__db *d, struct tw__db_batch *b)
     return err ? take_err(err) : 0;
 }
 
-int tw__db_get(struct tw__db *d, const void *k, size_t kl, void *v,
-               size_t *vl)
+int tw__db_get(struct tw__db *d, const void *k, size_t kl, void *v, size_t *vl)
 {
     char *err = NULL;
     size_t len = 0;
@@ -209,8 +208,7 @@ int tw__db_get(struct tw__db *d, const void *k, size_t kl, void *v,
     return 1;
 }
 
-struct tw__db_iter *tw__db_iter_new(struct tw__db *d, const void *k,
-                                    size_t kl)
+struct tw__db_iter *tw__db_iter_new(struct tw__db *d, const void *k, size_t kl)
 {
     struct tw__db_iter *it = calloc(1, sizeof *it);
 

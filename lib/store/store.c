@@ -63,8 +63,8 @@ void tw_store_config_init(struct tw_store_config *cfg)
 
 static bool config_ok(const struct tw_store_config *c)
 {
-    return c && c->deliver && c->commit_ns && c->commit_ops &&
-           c->window_ns && c->window_max >= 16 && c->queue_max;
+    return c && c->deliver && c->commit_ns && c->commit_ops && c->window_ns &&
+           c->window_max >= 16 && c->queue_max;
 }
 
 /* Under s->mu: must the queue's batch be committed now? */

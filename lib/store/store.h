@@ -44,7 +44,8 @@
 
 #define TW__KEY_LEN 17 /* 'T', deadline, seq */
 
-/* ---- db.c ------------------------------------------------------------------ */
+/* ---- db.c ------------------------------------------------------------------
+ */
 struct tw__db;
 struct tw__db_batch;
 struct tw__db_iter;
@@ -76,14 +77,16 @@ void tw__db_iter_free(struct tw__db_iter *it);
 /* A database error message as a negative errno. */
 int tw__db_errno(const char *msg);
 
-/* ---- dir.c ----------------------------------------------------------------- */
+/* ---- dir.c -----------------------------------------------------------------
+ */
 /* Check or create the store in dir and take its lock: the lock's fd in
  * *lockfd, whether the database must be created in *create. */
 int tw__dir_open(const char *dir, int *lockfd, bool *create);
 /* The database's folder inside dir (a new string, free() it). */
 char *tw__dir_db_path(const char *dir);
 
-/* ---- keys ------------------------------------------------------------------ */
+/* ---- keys ------------------------------------------------------------------
+ */
 static inline void tw__put_be64(unsigned char *p, uint64_t v)
 {
     for (int i = 7; i >= 0; i--, v >>= 8)
@@ -113,15 +116,16 @@ static inline int tw__id_cmp(struct tw_store_id a, struct tw_store_id b)
     return a.seq < b.seq ? -1 : a.seq > b.seq;
 }
 
-/* ---- memory ---------------------------------------------------------------- */
+/* ---- memory ----------------------------------------------------------------
+ */
 enum tw__state { TW__NEW, TW__ARMED, TW__DUE, TW__DELIVERED };
 
 struct tw__entry {
-    struct tw_timer timer; /* in the wheel while ARMED */
+    struct tw_timer timer;  /* in the wheel while ARMED */
     struct tw__entry *next; /* the due queue's link while DUE */
     struct tw_store_id id;
-    uint8_t state;          /* enum tw__state */
-    bool dead;              /* cancelled: leaves when its batch is durable */
+    uint8_t state; /* enum tw__state */
+    bool dead;     /* cancelled: leaves when its batch is durable */
     uint16_t len;
     unsigned char payload[];
 };
@@ -143,7 +147,8 @@ struct tw__entry *tw__entry_new(struct tw_store_id id, const void *payload,
                                 size_t len);
 void tw__entry_free(struct tw__entry *e);
 
-/* ---- the store ------------------------------------------------------------- */
+/* ---- the store -------------------------------------------------------------
+ */
 enum tw__op_kind { TW__OP_SCHEDULE, TW__OP_CANCEL, TW__OP_ACK };
 
 struct tw__op {
@@ -177,13 +182,13 @@ struct tw_store {
     pthread_cond_t space_cv; /* producers: the queue has room */
     struct tw__op *q;
     size_t qlen, qcap;
-    uint64_t q_first_ns;  /* CLOCK_MONOTONIC when the queue's first op came */
-    uint64_t next_seq;    /* the next id's sequence number */
-    uint64_t accepted;    /* operations accepted so far */
-    uint64_t finished;    /* of which committed or failed */
-    uint64_t flush_upto;  /* sync asked that ops before this close now */
-    uint64_t fail_at;     /* ops from this index on failed (when err) */
-    int err;              /* sticky failure, 0 while healthy */
+    uint64_t q_first_ns; /* CLOCK_MONOTONIC when the queue's first op came */
+    uint64_t next_seq;   /* the next id's sequence number */
+    uint64_t accepted;   /* operations accepted so far */
+    uint64_t finished;   /* of which committed or failed */
+    uint64_t flush_upto; /* sync asked that ops before this close now */
+    uint64_t fail_at;    /* ops from this index on failed (when err) */
+    int err;             /* sticky failure, 0 while healthy */
     bool closing;
     _Atomic uint64_t count; /* tw_store_count() */
 
@@ -197,8 +202,8 @@ struct tw_store {
     struct tw__table table;
     struct tw__entry *due_head, *due_tail;
     struct tw_store_id window_end;
-    size_t loaded; /* entries in memory in ARMED, DUE or DELIVERED */
-    double tokens; /* deliveries the rate allows now */
+    size_t loaded;      /* entries in memory in ARMED, DUE or DELIVERED */
+    double tokens;      /* deliveries the rate allows now */
     uint64_t tokens_at; /* CLOCK_MONOTONIC of the last refill */
 };
 

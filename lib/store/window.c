@@ -119,8 +119,8 @@ void tw__window_drop(struct tw_store *s, struct tw__entry *e)
 }
 
 /* One record of the database into memory; false when memory is full. */
-static bool load_one(struct tw_store *s, const unsigned char *k,
-                     const void *v, size_t vl, uint64_t now)
+static bool load_one(struct tw_store *s, const unsigned char *k, const void *v,
+                     size_t vl, uint64_t now)
 {
     struct tw_store_id id = {tw__get_be64(k + 1), tw__get_be64(k + 9)};
     struct tw__entry *e;
@@ -143,8 +143,8 @@ static bool load_one(struct tw_store *s, const unsigned char *k,
 /* Read from window_end up to now + window_ns or until memory is full. */
 static int load(struct tw_store *s, uint64_t now)
 {
-    uint64_t limit = now + s->cfg.window_ns < now ? UINT64_MAX
-                                                  : now + s->cfg.window_ns;
+    uint64_t limit =
+        now + s->cfg.window_ns < now ? UINT64_MAX : now + s->cfg.window_ns;
     unsigned char key[TW__KEY_LEN];
     struct tw__db_iter *it;
     int rc;
@@ -163,8 +163,8 @@ static int load(struct tw_store *s, uint64_t now)
         if (tw__get_be64(k + 1) >= limit)
             break;
         if (!load_one(s, k, v, vl, now)) {
-            s->window_end = (struct tw_store_id){tw__get_be64(k + 1),
-                                                 tw__get_be64(k + 9)};
+            s->window_end =
+                (struct tw_store_id){tw__get_be64(k + 1), tw__get_be64(k + 9)};
             tw__db_iter_free(it);
             return 0;
         }

@@ -175,7 +175,8 @@ static int drain(const char *dir, const char *log)
     return 0;
 }
 
-/* ---- the checker ---------------------------------------------------------- */
+/* ---- the checker ----------------------------------------------------------
+ */
 
 enum { F_D = 1, F_c = 2, F_C = 4, F_a = 8, F_A = 16, F_DISK = 32 };
 
@@ -230,8 +231,10 @@ static void violation(const char *what, const struct rec *r)
 {
     violations++;
     if (violations <= 10)
-        fprintf(stderr, "storecrash: VIOLATION %s: seq %llu deadline %llu "
-                        "t %llu\n", what, (unsigned long long)r->seq,
+        fprintf(stderr,
+                "storecrash: VIOLATION %s: seq %llu deadline %llu "
+                "t %llu\n",
+                what, (unsigned long long)r->seq,
                 (unsigned long long)r->deadline, (unsigned long long)r->t);
 }
 
@@ -260,11 +263,22 @@ static void take(const struct rec *r)
         n_redeliveries += st->delivered > 0;
         st->delivered++;
         break;
-    case 'c': st->flags |= F_c; break;
-    case 'a': st->flags |= F_a; break;
-    case 'C': st->flags |= F_C; n_cancels++; break;
-    case 'A': st->flags |= F_A; n_acks++; break;
-    default: violation("unknown record", r);
+    case 'c':
+        st->flags |= F_c;
+        break;
+    case 'a':
+        st->flags |= F_a;
+        break;
+    case 'C':
+        st->flags |= F_C;
+        n_cancels++;
+        break;
+    case 'A':
+        st->flags |= F_A;
+        n_acks++;
+        break;
+    default:
+        violation("unknown record", r);
     }
 }
 
@@ -365,14 +379,15 @@ static int driver(const char *dir, long kills, uint64_t seed)
     for (long k = 0; k < kills; k++) {
         struct timespec ts;
         uint64_t ms = KILL_MIN_MS + rng() % KILL_SPAN_MS;
-        char *argv[] = {"storecrash", "--writer", (char *)dir, log, seedbuf,
-                        NULL};
+        char *argv[] = {"storecrash", "--writer", (char *)dir,
+                        log,          seedbuf,    NULL};
         int status;
         pid_t pid;
 
         snprintf(seedbuf, sizeof seedbuf, "%llu", (unsigned long long)rng());
         pid = spawn(argv);
-        ts = (struct timespec){(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+        ts =
+            (struct timespec){(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
         nanosleep(&ts, NULL);
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
@@ -408,8 +423,8 @@ static int driver(const char *dir, long kills, uint64_t seed)
            "each), %ld schedules reported durable, %ld cancels and %ld acks "
            "durable, %ld deliveries (%ld again after a restart), %ld "
            "violations\n",
-           n_kills, n_durable, n_cancels, n_acks, n_deliveries,
-           n_redeliveries, violations);
+           n_kills, n_durable, n_cancels, n_acks, n_deliveries, n_redeliveries,
+           violations);
     free(map);
     free(live);
     return violations ? 1 : 0;

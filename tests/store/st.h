@@ -63,11 +63,11 @@ static inline void st_rmdir(const char *dir)
 struct st_rec {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool ack;        /* ack each delivery from the callback */
-    size_t n;        /* deliveries */
+    bool ack; /* ack each delivery from the callback */
+    size_t n; /* deliveries */
     struct tw_store_id id[ST_MAX];
     uint64_t at[ST_MAX]; /* CLOCK_REALTIME at delivery */
-    size_t done_n;   /* done callbacks */
+    size_t done_n;       /* done callbacks */
     int done_err[ST_MAX];
 };
 

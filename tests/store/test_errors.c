@@ -26,8 +26,8 @@
 
 static char fault_dir[128];
 static atomic_bool fault_armed;
-static atomic_long fault_calls;  /* calls on files under fault_dir */
-static long fault_at = -1;       /* which of them fails (-1: none) */
+static atomic_long fault_calls; /* calls on files under fault_dir */
+static long fault_at = -1;      /* which of them fails (-1: none) */
 static int fault_errno;
 
 static bool fault_hits(int fd)
@@ -50,7 +50,7 @@ static bool fault_hits(int fd)
 #define REAL(ret, name, ...)                                                   \
     static ret (*real)(__VA_ARGS__);                                           \
     if (!real)                                                                 \
-        *(void **)&real = dlsym(RTLD_NEXT, name)
+    *(void **)&real = dlsym(RTLD_NEXT, name)
 
 ssize_t write(int fd, const void *buf, size_t n)
 {
@@ -194,8 +194,7 @@ Test(store_errors, another_process_gets_ebusy)
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    cr_assert_eq(posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp),
-                 0);
+    cr_assert_eq(posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp), 0);
     posix_spawn_file_actions_destroy(&fa);
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
@@ -328,8 +327,8 @@ static void fail_commit_at(long k, int err, int64_t *durable)
         (*durable)++;
     } else {
         cr_assert_eq(rc, -err, "site %ld: %d, not %d", k, rc, -err);
-        cr_assert_eq(tw_store_schedule_at(s, 1, "", 0, NULL, NULL, NULL),
-                     -err, "a failed store took an operation");
+        cr_assert_eq(tw_store_schedule_at(s, 1, "", 0, NULL, NULL, NULL), -err,
+                     "a failed store took an operation");
         cr_assert_eq(tw_store_sync(s), -err);
     }
     rc = tw_store_close(s);
@@ -349,8 +348,7 @@ static void every_site(int err)
         failed += durable == before;
     }
     cr_assert_gt(failed, 0, "no site failed the commit");
-    cr_log_info("%ld sites, %lld failed the commit", sites,
-                (long long)failed);
+    cr_log_info("%ld sites, %lld failed the commit", sites, (long long)failed);
 }
 
 Test(store_errors, eio_at_every_site_of_a_commit)
@@ -379,8 +377,8 @@ Test(store_errors, faults_while_opening)
         if (rc == 0 && durable == 0) {
             struct tw_store *s = st_open(dir, &rec);
 
-            cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "", 0,
-                                                   NULL), 0);
+            cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "", 0, NULL),
+                         0);
             cr_assert_eq(tw_store_close(s), 0);
             durable = 1;
         }

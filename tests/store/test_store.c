@@ -80,11 +80,13 @@ Test(store, cancel_before_due_and_its_answers)
     struct tw_store *s = st_open(dir, &rec);
     struct tw_store_id near, far, never = {1, 999999};
 
-    cr_assert_eq(tw_store_schedule_durable(s, st_real() + 300 * ST_MS, "a", 1,
-                                           &near), 0);
+    cr_assert_eq(
+        tw_store_schedule_durable(s, st_real() + 300 * ST_MS, "a", 1, &near),
+        0);
     /* Beyond the window (a minute): on disk only, found there. */
-    cr_assert_eq(tw_store_schedule_durable(s, st_real() + 3600000 * ST_MS,
-                                           "b", 1, &far), 0);
+    cr_assert_eq(
+        tw_store_schedule_durable(s, st_real() + 3600000 * ST_MS, "b", 1, &far),
+        0);
     cr_assert_eq(tw_store_ack(s, near, st_done, &rec), 0); /* not yet due */
     cr_assert_eq(tw_store_cancel(s, near, st_done, &rec), 0);
     cr_assert_eq(tw_store_cancel(s, near, st_done, &rec), 0); /* twice */
@@ -116,8 +118,8 @@ Test(store, schedule_and_cancel_in_one_batch)
     tw_store_config_init(&cfg);
     cfg.commit_ns = 2000 * ST_MS; /* both land in one batch */
     s = st_open_cfg(dir, &rec, &cfg);
-    cr_assert_eq(tw_store_schedule_at(s, st_real(), "x", 1, st_done, &rec,
-                                      &id), 0);
+    cr_assert_eq(tw_store_schedule_at(s, st_real(), "x", 1, st_done, &rec, &id),
+                 0);
     cr_assert_eq(tw_store_cancel(s, id, st_done, &rec), 0);
     cr_assert_eq(tw_store_sync(s), 0);
     cr_assert_eq(rec.done_err[0], 0);
@@ -139,8 +141,8 @@ Test(store, overdue_after_restart_oldest_first_at_bounded_rate)
     for (uint64_t i = 0; i < N; i++) {
         uint64_t at = base + (i * 7919 % N) * 1000;
 
-        cr_assert_eq(tw_store_schedule_at(s, at, &i, sizeof i, NULL, NULL,
-                                          NULL), 0);
+        cr_assert_eq(
+            tw_store_schedule_at(s, at, &i, sizeof i, NULL, NULL, NULL), 0);
     }
     cr_assert_eq(tw_store_sync(s), 0);
     cr_assert_eq(tw_store_close(s), 0);
@@ -170,7 +172,8 @@ Test(store, unacked_deliveries_are_bounded_by_the_window)
     s = st_open_cfg(dir, &rec, &cfg);
     for (int i = 0; i < 100; i++)
         cr_assert_eq(tw_store_schedule_at(s, st_real() + 10 * ST_MS, "m", 1,
-                                          NULL, NULL, &id[i]), 0);
+                                          NULL, NULL, &id[i]),
+                     0);
     cr_assert_eq(tw_store_sync(s), 0);
     st_sleep_ms(300);
     cr_assert_eq(st_get(&rec, &rec.n), 16, "more in memory than window_max");
@@ -193,9 +196,10 @@ Test(store, far_timers_wait_on_disk_and_load_as_the_window_moves)
     cfg.window_max = 16;
     s = st_open_cfg(dir, &rec, &cfg);
     for (int i = 0; i < 200; i++)
-        cr_assert_eq(tw_store_schedule_at(s, st_real() + (uint64_t)(i * 3) *
-                                                 ST_MS, "m", 1, NULL, NULL,
-                                          NULL), 0);
+        cr_assert_eq(tw_store_schedule_at(s,
+                                          st_real() + (uint64_t)(i * 3) * ST_MS,
+                                          "m", 1, NULL, NULL, NULL),
+                     0);
     cr_assert_eq(st_wait(&rec, &rec.n, 200, 20000), 200);
     for (size_t i = 0; i < 200; i++)
         cr_assert_geq(rec.at[i], rec.id[i].deadline_ns);
@@ -215,25 +219,29 @@ Test(store, group_commit_closes_on_count_or_time)
     t0 = st_mono();
     for (int i = 0; i < 4; i++)
         cr_assert_eq(tw_store_schedule_after(s, 3600000 * ST_MS, "m", 1,
-                                             st_done, &rec, NULL), 0);
+                                             st_done, &rec, NULL),
+                     0);
     st_sleep_ms(200);
     cr_assert_eq(st_get(&rec, &rec.done_n), 0,
                  "a batch closed before its bounds");
     cr_assert_eq(tw_store_schedule_after(s, 3600000 * ST_MS, "m", 1, st_done,
-                                         &rec, NULL), 0);
+                                         &rec, NULL),
+                 0);
     cr_assert_eq(st_wait(&rec, &rec.done_n, 5, 1500), 5, "count bound");
     cr_assert_lt(st_mono() - t0, 1900 * ST_MS);
     t0 = st_mono();
     cr_assert_eq(tw_store_schedule_after(s, 3600000 * ST_MS, "m", 1, st_done,
-                                         &rec, NULL), 0);
+                                         &rec, NULL),
+                 0);
     cr_assert_eq(st_wait(&rec, &rec.done_n, 6, 10000), 6, "time bound");
     cr_assert_geq(st_mono() - t0, 1900 * ST_MS);
     for (int i = 0; i < 6; i++)
         cr_assert_eq(rec.done_err[i], 0);
     /* sync closes the batch at once. */
     t0 = st_mono();
-    cr_assert_eq(tw_store_schedule_after(s, 3600000 * ST_MS, "m", 1, NULL,
-                                         NULL, NULL), 0);
+    cr_assert_eq(
+        tw_store_schedule_after(s, 3600000 * ST_MS, "m", 1, NULL, NULL, NULL),
+        0);
     cr_assert_eq(tw_store_sync(s), 0);
     cr_assert_lt(st_mono() - t0, 1500 * ST_MS);
     cr_assert_eq(tw_store_count(s), 7);
@@ -280,7 +288,8 @@ Test(store, ids_unique_across_reopen_and_scan_in_deadline_order)
     /* Up to 50 days out, in a shuffled order: nothing to re-write. */
     for (uint64_t i = 0; i < 50; i++)
         cr_assert_eq(tw_store_schedule_at(s, now + day * ((i * 37) % 50 + 1),
-                                          &i, 8, NULL, NULL, NULL), 0);
+                                          &i, 8, NULL, NULL, NULL),
+                     0);
     cr_assert_eq(tw_store_close(s), 0);
     cr_assert_eq(tw_store_scan(dir, check_order, &o), 50);
     cr_assert(o.sorted, "scan not in deadline order");
