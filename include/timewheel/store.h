@@ -208,16 +208,19 @@ TW_PUBLIC int tw_store_schedule_durable(struct tw_store *s,
                                         struct tw_store_id *id);
 
 /*
- * Close the store: stop accepting operations, commit those accepted (their
- * done callbacks run), stop the worker, release the directory. Timers stay
+ * Close the store, once no other thread is in a call on it or will enter
+ * one: stop accepting operations, commit those accepted (their done
+ * callbacks run), stop the worker, release the directory. Timers stay
  * on disk. NULL is a no-op returning 0. Returns 0, the store's failure code
  * (the store is closed all the same), or -EDEADLK from a callback (nothing
  * done).
  */
 TW_PUBLIC int tw_store_close(struct tw_store *s);
 
-/* Timers held: scheduled durably or being committed, not yet cancelled or
- * acknowledged (an estimate while operations are in flight). 0 for NULL. */
+/* Timers the store holds, on disk, as of its last commit: every durable
+ * schedule not yet durably cancelled or acknowledged, those of earlier
+ * opens included (the count is committed with each batch). Operations not
+ * yet committed are not counted. 0 for NULL. */
 TW_PUBLIC uint64_t tw_store_count(const struct tw_store *s);
 
 /* A record seen by tw_store_scan(); return non-zero to stop. */

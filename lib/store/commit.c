@@ -14,7 +14,8 @@
  *     insert's position, where random keys cost a search from the top each
  *     (two thirds of a schedule's CPU, by perf, before). The sequence
  *     high-water mark goes in too, so ids are never reused after a
- *     restart.
+ *     restart, and the number of timers held, so that tw_store_count() is
+ *     exact after a restart without a scan.
  *  2. write and sync.
  *  3. apply (on success: NEW timers inside the window are armed, the others
  *     leave memory; dead targets leave) or undo (on failure: NEW timers
@@ -29,6 +30,8 @@ static void note(struct tw_store *s, const struct tw__op *op, bool del)
 {
     struct tw__write *w = &s->writes[s->nwrites];
 
+    if (del)
+        s->batch_count--;
     w->id = op->id;
     w->idx = (uint32_t)(op - s->wq);
     w->del = del;
@@ -67,6 +70,7 @@ static void resolve_schedule(struct tw_store *s, struct tw__op *op)
     op->e->state = TW__NEW;
     tw__table_insert(&s->table, op->e); /* room: sized for a batch more */
     note(s, op, false);
+    s->batch_count++;
 }
 
 /* A target beyond the window: on disk or nowhere. Only a delivered timer
@@ -124,10 +128,11 @@ static void resolve_removal(struct tw_store *s, struct tw__op *op)
 static void resolve(struct tw_store *s, struct tw__op *ops, size_t n,
                     uint64_t next_seq)
 {
-    unsigned char seq[8];
+    unsigned char mark[16];
 
     tw__db_batch_clear(s->batch);
     s->nwrites = 0;
+    s->batch_count = atomic_load_explicit(&s->count, memory_order_relaxed);
     for (size_t i = 0; i < n; i++) {
         ops[i].err = 0;
         if (ops[i].kind == TW__OP_SCHEDULE)
@@ -136,8 +141,9 @@ static void resolve(struct tw_store *s, struct tw__op *ops, size_t n,
             resolve_removal(s, &ops[i]);
     }
     fill_batch(s);
-    tw__put_be64(seq, next_seq);
-    tw__db_batch_put(s->batch, "M", 1, seq, sizeof seq);
+    tw__put_be64(mark, next_seq);
+    tw__put_be64(mark + 8, s->batch_count);
+    tw__db_batch_put(s->batch, "M", 1, mark, sizeof mark);
 }
 
 /* Pass 3 for a durable schedule. */
@@ -157,8 +163,6 @@ static void apply_schedule(struct tw_store *s, struct tw__op *op, uint64_t now)
         s->loaded++;
         tw__window_arm(s, e, now);
     }
-    if (!dead)
-        atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
     op->e = NULL;
 }
 
@@ -179,7 +183,6 @@ static void apply(struct tw_store *s, struct tw__op *ops, size_t n)
                 else
                     tw__window_drop(s, op->e);
             }
-            atomic_fetch_sub_explicit(&s->count, 1, memory_order_relaxed);
         }
     }
 }
@@ -216,9 +219,11 @@ int tw__commit(struct tw_store *s, struct tw__op *ops, size_t n)
     if (rc == 0) {
         resolve(s, ops, n, next_seq);
         rc = tw__db_write(s->db, s->batch);
-        if (rc == 0)
+        if (rc == 0) {
+            atomic_store_explicit(&s->count, s->batch_count,
+                                  memory_order_relaxed);
             apply(s, ops, n);
-        else
+        } else
             undo(s, ops, n, rc);
     } else {
         undo(s, ops, n, rc);

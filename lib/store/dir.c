@@ -158,9 +158,36 @@ static int write_marker(const char *dir)
     return rc;
 }
 
+/* 1 if db/ holds a table or a non-empty log: data, which a database
+ * created anew over it would drop. */
+static int db_has_data(const char *dir)
+{
+    char *path = join(dir, "db");
+    DIR *d = path ? opendir(path) : NULL;
+    struct dirent *e;
+    int found = 0;
+
+    while (d && (e = readdir(d)) && !found) {
+        size_t n = strlen(e->d_name);
+        char *file = join(path, e->d_name);
+        struct stat st;
+
+        found = file && n > 4 &&
+                (!strcmp(e->d_name + n - 4, ".sst") ||
+                 (!strcmp(e->d_name + n - 4, ".log") && stat(file, &st) == 0 &&
+                  st.st_size > 0));
+        free(file);
+    }
+    if (d)
+        closedir(d);
+    free(path);
+    return found;
+}
+
 /* The database must be created when db/CURRENT does not exist yet: the
  * marker is written first, so a crash between the two leaves a marker and
- * no database, which holds nothing anyone was told was durable. */
+ * no database, which holds nothing anyone was told was durable. A db/
+ * without CURRENT that holds data is damaged, not new. */
 static int db_missing(const char *dir)
 {
     char *path = join(dir, "db/CURRENT");
@@ -171,6 +198,8 @@ static int db_missing(const char *dir)
         return -ENOMEM;
     rc = stat(path, &st) == 0 ? 0 : errno == ENOENT ? 1 : neg_errno();
     free(path);
+    if (rc == 1 && db_has_data(dir))
+        return -EBADMSG;
     return rc;
 }
 

@@ -161,17 +161,18 @@ static bool db_empty(struct tw__db *db)
     return empty;
 }
 
-/* The sequence number to start from: the high-water mark of the last
- * commit, so an id is never handed out twice in the directory's life. */
+/* The sequence number to start from (the high-water mark of the last
+ * commit, so an id is never handed out twice in the directory's life) and
+ * the number of timers held, both from the 'M' record. */
 static int read_seq(struct tw_store *s, bool created)
 {
-    unsigned char v[8];
+    unsigned char v[16];
     size_t vl = sizeof v;
     int rc = tw__db_get(s->db, "M", 1, v, &vl);
 
     if (rc < 0)
         return rc;
-    if (rc == 1 && vl != 8)
+    if (rc == 1 && vl != 16)
         return -EBADMSG;
     if (rc == 0) {
         /* A new database gets its mark at once. One without it that holds
@@ -181,12 +182,14 @@ static int read_seq(struct tw_store *s, bool created)
             return -EBADMSG;
         s->next_seq = 1;
         tw__put_be64(v, 1);
-        tw__db_batch_put(s->batch, "M", 1, v, 8);
+        tw__put_be64(v + 8, 0);
+        tw__db_batch_put(s->batch, "M", 1, v, 16);
         rc = tw__db_write(s->db, s->batch);
         tw__db_batch_clear(s->batch);
         return rc;
     }
     s->next_seq = tw__get_be64(v);
+    atomic_store(&s->count, tw__get_be64(v + 8));
     return 0;
 }
 

@@ -19,7 +19,7 @@
  *
  * On disk (RocksDB, default column family), keys sort as time does:
  *   'T' deadline(8, big-endian) seq(8, big-endian) -> payload bytes
- *   'M'                                            -> next seq (8, big-endian)
+ *   'M'                   -> next seq, timers held (8 + 8, big-endian)
  *
  * The window's invariant: every timer on disk whose key is below
  * window_end is in memory (in the table), and so is every timer delivered
@@ -198,6 +198,7 @@ struct tw_store {
     struct tw__db_batch *batch;
     struct tw__write *writes; /* commit_ops of them */
     size_t nwrites;
+    uint64_t batch_count; /* the count once the batch is durable */
     struct tw_wheel *wheel;
     struct tw__table table;
     struct tw__entry *due_head, *due_tail;

@@ -248,6 +248,14 @@ Test(store_errors, a_damaged_store_gets_ebadmsg)
     write_file("db/CURRENT", "MANIFEST-garbage\n");
     cr_assert_eq(open_err(dir), -EBADMSG);
     cr_assert_eq(tw_store_scan(dir, st_count_visit, &(int64_t){0}), -EBADMSG);
+    /* CURRENT gone, the data still there: not a new store either. */
+    {
+        char path[128];
+
+        snprintf(path, sizeof path, "%s/db/CURRENT", dir);
+        cr_assert_eq(unlink(path), 0);
+    }
+    cr_assert_eq(open_err(dir), -EBADMSG);
 }
 
 Test(store_errors, a_path_that_cannot_be_a_store_is_an_errno)

@@ -124,6 +124,7 @@ Test(store, schedule_and_cancel_in_one_batch)
     cr_assert_eq(tw_store_sync(s), 0);
     cr_assert_eq(rec.done_err[0], 0);
     cr_assert_eq(rec.done_err[1], 0, "%d", rec.done_err[1]);
+    cr_assert_eq(tw_store_count(s), 0);
     st_sleep_ms(100);
     cr_assert_eq(st_get(&rec, &rec.n), 0);
     cr_assert_eq(tw_store_close(s), 0);
@@ -244,6 +245,9 @@ Test(store, group_commit_closes_on_count_or_time)
         0);
     cr_assert_eq(tw_store_sync(s), 0);
     cr_assert_lt(st_mono() - t0, 1500 * ST_MS);
+    cr_assert_eq(tw_store_count(s), 7);
+    cr_assert_eq(tw_store_close(s), 0);
+    s = st_open(dir, &rec); /* the count is the directory's */
     cr_assert_eq(tw_store_count(s), 7);
     cr_assert_eq(tw_store_close(s), 0);
 }
