@@ -37,7 +37,7 @@
  * rest stay on disk and are loaded in deadline order as the window moves.
  * So the memory is bounded by window_max x (about 128 bytes + the payload),
  * plus the operations not yet committed (at most queue_max), plus
- * RocksDB's memtables and block cache (16 MiB and 8 MiB here). When
+ * RocksDB's memtables and block cache (2 x 4 MiB and 8 MiB here). When
  * window_max timers are delivered and not acknowledged, loading stops until
  * acks come: deliveries wait, nothing is lost.
  *
