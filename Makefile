@@ -64,10 +64,11 @@ NEEDS_purgatory := core service
 EXT_purgatory := -lpthread
 NAME_store := timewheel-store
 NEEDS_store := core
-# libstdc++ named here, so that it comes before jemalloc (a need of the
-# core) in a program's lookup order: Debian's libjemalloc exports operator
-# new but not every operator delete, and RocksDB, given jemalloc's new and
-# libstdc++'s delete, frees jemalloc's memory with the C library's free().
+# libstdc++ named here, so that it comes before jemalloc (the core's need)
+# in a program's symbol lookup order. Without it, a program linked against
+# libtimewheel-store.so (docs/examples/broker_delayed.c) aborted in RocksDB's
+# initialisation ("free(): invalid pointer"): the dynamic linker bound
+# RocksDB's operator new to jemalloc's and its free() to the C library's.
 EXT_store := -lrocksdb -Wl,--no-as-needed,-lstdc++ -lpthread
 DESC_core := hierarchical and hashed timing wheels for C
 DESC_service := a thread-safe timer service over timewheel
