@@ -2,8 +2,9 @@
  * storecrash: the store's crash harness (issue 19). One program, three
  * roles:
  *
- *   storecrash DIR KILLS SEED       the driver: KILLS times, start a writer
- *                                   on DIR, SIGKILL it at a random moment,
+ *   storecrash DIR KILLS SEED [MIN]  the driver: KILLS times, start a
+ *                                   writer on DIR, SIGKILL it MIN (20) to
+ *                                   MIN + 230 ms after its start,
  *                                   and check the guarantees; then a last
  *                                   writer drains the store and the final
  *                                   check runs. Prints the counts; exits 1
@@ -50,7 +51,6 @@
 #define MS UINT64_C(1000000)
 #define RUN_SCHEDULES 3000 /* a writer's schedules, at full speed */
 #define DRAIN_MS 3000
-#define KILL_MIN_MS 20
 #define KILL_SPAN_MS 230
 
 struct rec {
@@ -76,11 +76,13 @@ static void log_rec(char kind, struct tw_store_id id, uint64_t t)
         abort();
 }
 
-static uint64_t rng_state;
+/* One generator per thread: the writer's main thread and the store's
+ * worker (the delivery callback) each draw from their own. */
+static _Thread_local uint64_t rng_state;
 
 static uint64_t rng(void)
 {
-    uint64_t x = rng_state;
+    uint64_t x = rng_state ? rng_state : UINT64_C(0x2545f4914f6cdd1d);
 
     x ^= x << 13;
     x ^= x >> 7;
@@ -366,7 +368,8 @@ static void final_check(void)
     }
 }
 
-static int driver(const char *dir, long kills, uint64_t seed)
+static int driver(const char *dir, long kills, uint64_t seed,
+                  uint64_t kill_min_ms)
 {
     char log[4200], seedbuf[32];
     off_t off = 0;
@@ -378,7 +381,7 @@ static int driver(const char *dir, long kills, uint64_t seed)
     rng_state = seed | 1;
     for (long k = 0; k < kills; k++) {
         struct timespec ts;
-        uint64_t ms = KILL_MIN_MS + rng() % KILL_SPAN_MS;
+        uint64_t ms = kill_min_ms + rng() % KILL_SPAN_MS;
         char *argv[] = {"storecrash", "--writer", (char *)dir,
                         log,          seedbuf,    NULL};
         int status;
@@ -436,8 +439,9 @@ int main(int argc, char **argv)
         return writer(argv[2], argv[3], strtoull(argv[4], NULL, 10));
     if (argc == 4 && !strcmp(argv[1], "--drain"))
         return drain(argv[2], argv[3]);
-    if (argc == 4)
-        return driver(argv[1], atol(argv[2]), strtoull(argv[3], NULL, 10));
-    fprintf(stderr, "usage: storecrash DIR KILLS SEED\n");
+    if (argc == 4 || argc == 5)
+        return driver(argv[1], atol(argv[2]), strtoull(argv[3], NULL, 10),
+                      argc == 5 ? strtoull(argv[4], NULL, 10) : 20);
+    fprintf(stderr, "usage: storecrash DIR KILLS SEED [KILL_MIN_MS]\n");
     return 2;
 }
