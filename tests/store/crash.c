@@ -2,20 +2,18 @@
  * storecrash: the store's crash harness (issue 19). One program, three
  * roles:
  *
- *   storecrash DIR KILLS SEED [MIN]  the driver: KILLS times, start a
- *                                   writer on DIR, SIGKILL it MIN (20) to
- *                                   MIN + 230 ms after its start,
- *                                   and check the guarantees; then a last
- *                                   writer drains the store and the final
- *                                   check runs. Prints the counts; exits 1
- *                                   on any violation.
- *   storecrash --writer DIR LOG SEED  schedules (deadlines from 100 ms ago
- *                                   to 300 ms ahead), cancels and acks at
- *                                   full speed, and appends to LOG what the
- *                                   store reported, with write(2) so that a
- *                                   SIGKILL loses nothing already written.
- *   storecrash --drain DIR LOG      schedules nothing; acks every delivery
- *                                   for DRAIN_MS, then closes.
+ *   storecrash DIR KILLS SEED [MIN]
+ *       the driver: KILLS times, start a writer on DIR, SIGKILL it MIN (20)
+ *       to MIN + 230 ms after its start, and check the guarantees; then a
+ *       last writer drains the store and the final check runs. Prints the
+ *       counts; exits 1 on any violation.
+ *   storecrash --writer DIR LOG SEED
+ *       schedules 3,000 timers (deadlines from 100 ms ago to 300 ms ahead)
+ *       in bursts of 100 at full speed 10 ms apart, cancels and acks, and
+ *       appends to LOG what the store reported, with write(2) so that a
+ *       SIGKILL loses nothing already written.
+ *   storecrash --drain DIR LOG
+ *       schedules nothing; acks every delivery for DRAIN_MS, then closes.
  *
  * The log's records (struct rec): 'D' schedule durable, 'c' cancel
  * submitted, 'C' cancel durable, 'a' ack submitted, 'A' ack durable, 'V'
@@ -49,7 +47,9 @@
 #include "timewheel/store.h"
 
 #define MS UINT64_C(1000000)
-#define RUN_SCHEDULES 3000 /* a writer's schedules, at full speed */
+#define RUN_SCHEDULES 3000    /* a writer's schedules */
+#define BURST 100             /* at full speed, then a pause of BURST_GAP_NS, */
+#define BURST_GAP_NS 10000000 /* so a kill finds the writer scheduling */
 #define DRAIN_MS 3000
 #define KILL_SPAN_MS 230
 
@@ -149,6 +149,8 @@ static int writer(const char *dir, const char *log, uint64_t seed)
                                  (void *)(uintptr_t)'D', &id) != 0)
             abort();
         recent[n++ % 64] = id;
+        if (i % BURST == BURST - 1)
+            nanosleep(&(struct timespec){0, BURST_GAP_NS}, NULL);
         if (rng() % 4 == 0) {
             id = recent[rng() % (n < 64 ? n : 64)];
             log_rec('c', id, 0);
