@@ -22,6 +22,7 @@
 #   service    libtimewheel-service     the core, threads, liburcu
 #   loop       libtimewheel-loop        the core (event-loop helpers)
 #   purgatory  libtimewheel-purgatory   the core, the service, threads
+#   store      libtimewheel-store       the core, RocksDB, threads
 
 PREFIX ?= /usr/local
 ALLOC ?= jemalloc
@@ -51,7 +52,7 @@ CFLAGS_LIB := $(WARN) $(OPT) $(SANFLAGS) -fPIC -fvisibility=hidden
 # For each layer: its library's name, the layers below it that it links, and
 # the outside libraries it needs. Listed bottom-up.
 # A layer joins the build once its folder holds code.
-LAYERS := core service $(foreach l,loop purgatory,$(if $(wildcard lib/$(l)/*.c),$(l)))
+LAYERS := core service $(foreach l,loop purgatory store,$(if $(wildcard lib/$(l)/*.c),$(l)))
 NAME_core := timewheel
 NEEDS_core :=
 EXT_core := $(ALLOCLIB)
@@ -64,10 +65,19 @@ EXT_loop :=
 NAME_purgatory := timewheel-purgatory
 NEEDS_purgatory := core service
 EXT_purgatory := -lpthread
+NAME_store := timewheel-store
+NEEDS_store := core
+# libstdc++ named here, so that it comes before jemalloc (the core's need)
+# in a program's symbol lookup order. Without it, a program linked against
+# libtimewheel-store.so (docs/examples/broker_delayed.c) aborted in RocksDB's
+# initialisation ("free(): invalid pointer"): the dynamic linker bound
+# RocksDB's operator new to jemalloc's and its free() to the C library's.
+EXT_store := -lrocksdb -Wl,--no-as-needed,-lstdc++ -lpthread
 DESC_core := hierarchical and hashed timing wheels for C
 DESC_service := a thread-safe timer service over timewheel
 DESC_loop := helpers to drive timewheel from an event loop
 DESC_purgatory := delayed operations watched by keys, over timewheel
+DESC_store := delayed messages that survive a crash, over timewheel and RocksDB
 
 # Every object's header dependencies are derived by the compiler (-MMD -MP:
 # a .d file beside the object, and an empty rule per header so that a
@@ -249,11 +259,17 @@ format-check: format-tool
 #                              soak, purgatory-race
 #   docs/examples/examples.mk  make examples, examples-run: the examples over
 #                              libuv, libevent and epoll, a step of make test
+#   tests/store/store.mk       make store-crash, store-crash-quick (a step of
+#                              make test): SIGKILLs of a store writer
+#   bench/store/store.mk       make bench-store (a step of make bench),
+#                              bench-store-scale, bench-store-dbs
 include bench/bench.mk
 include bench/service/service.mk
 include bench/netty/netty.mk
 include tests/extra.mk
 include docs/examples/examples.mk
+include tests/store/store.mk
+include bench/store/store.mk
 
 # The header dependencies written by -MMD, of the objects above and of the
 # fragments' (each adds its own to DEP_FILES); absent before the first

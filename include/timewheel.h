@@ -7,6 +7,8 @@
  *   timewheel/loop.h      helpers for event loops (libtimewheel-loop)
  *   timewheel/purgatory.h delayed operations watched by keys
  *                         (libtimewheel-purgatory)
+ *   timewheel/store.h     delayed messages that survive a crash, on disk
+ *                         (libtimewheel-store)
  *
  * Include only the header of the layer you use to keep what you link small;
  * each header names its library and pkg-config module.
@@ -18,5 +20,6 @@
 #include "timewheel/loop.h"
 #include "timewheel/service.h"
 #include "timewheel/purgatory.h"
+#include "timewheel/store.h"
 
 #endif /* TIMEWHEEL_H */

@@ -98,7 +98,9 @@ coverage-run:
 MEMCHECK_DIR := $(BUILD)/memcheck
 # Core suites only: the service's are timing tests that valgrind's slowdown
 # would break, and TSan and the soak cover its threads.
-MEMCHECK_FILTER := !(service*|badinput_service|badinput_oom|core_badinput_oom)/*
+# The store's (store*) are timing tests over RocksDB, far too slow under
+# valgrind: ASan and the crash harness cover them.
+MEMCHECK_FILTER := !(service*|badinput_service|badinput_oom|core_badinput_oom|store*)/*
 # Random operations per differential test (the default is 180000).
 MEMCHECK_OPS ?= 20000
 # The system allocator, so that memcheck sees every block: jemalloc's

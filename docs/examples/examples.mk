@@ -2,7 +2,9 @@
 # the library through pkg-config, and run by `make test` as a step of its
 # own: each server through the loopback test (tests/loop/loopback.c) as a
 # real process on 127.0.0.1 with 2,000 client connections, and
-# libevent_timers on its own. The layers composed with real event loops.
+# libevent_timers and broker_delayed (the durable store: a broker's delayed
+# messages across a restart) on their own. The layers composed with real
+# event loops.
 # Included by the top Makefile.
 #
 #   make examples       build the examples and the loopback client
@@ -37,10 +39,14 @@ examples: deps examples-install
 	    $$($(EX_PC) --cflags --libs timewheel-loop libevent)
 	$(CC) $(EX_CFLAGS) -o $(EX_DIR)/loopback tests/loop/loopback.c \
 	    $$($(EX_PC) --cflags --libs timewheel-loop)
+	$(CC) $(EX_CFLAGS) -o $(EX_DIR)/broker_delayed \
+	    docs/examples/broker_delayed.c \
+	    $$($(EX_PC) --cflags --libs timewheel-store)
 
 # No LD_LIBRARY_PATH: the programs find the library through the run path
 # its pkg-config modules give them (the top Makefile, "install").
 examples-run: examples
 	$(EX_DIR)/libevent_timers
+	$(EX_DIR)/broker_delayed
 	$(EX_DIR)/loopback $(EX_DIR)/epoll_server
 	$(EX_DIR)/loopback $(EX_DIR)/uv_server

@@ -1,0 +1,243 @@
+/*
+ * timewheel/store.h: delayed messages that survive a crash, a durable timer
+ * store (libtimewheel-store, pkg-config timewheel-store). A layer over the
+ * core (timewheel/core.h) and RocksDB; design, guarantees and the measured
+ * choice of database: docs/store.md.
+ *
+ * A store is a directory. Each timer holds a small payload (a broker keeps
+ * the message itself and stores a reference here) and an absolute deadline
+ * on the wall clock, CLOCK_REALTIME in ns, so that it means the same after a
+ * restart or a reboot. Operations are accepted at once and become durable
+ * in groups: a batch is written and synced to disk once it holds
+ * commit_max_ops operations or once commit_max_ns has passed since its
+ * first one (10 ms by default), whichever comes first. A broker acknowledges
+ * its producer when the operation is durable: a completion callback says so
+ * (done, below), and tw_store_sync() blocks until it is.
+ *
+ * Guarantees, after any crash of the process (kill -9 included) and a
+ * reopen of the directory:
+ *  - A schedule reported durable (its done callback ran with 0, or a later
+ *    tw_store_sync() returned 0) and not durably cancelled is delivered at
+ *    least once, and never before its deadline on the wall clock: the store
+ *    reads CLOCK_REALTIME before each delivery.
+ *  - A delivery acknowledged durably (tw_store_ack(), then done with 0) is
+ *    not delivered again, nor is a schedule durably cancelled.
+ *  - Timers that fell due while the process was down are delivered at once
+ *    after the reopen, oldest deadline first, at no more than deliver_rate
+ *    deliveries per second.
+ *  - Any deadline up to UINT64_MAX ns (year 2554) is held as written: a
+ *    record is written once when scheduled and deleted once when cancelled
+ *    or acknowledged; nothing is re-written as time passes.
+ *  - A delivery not acknowledged is delivered again after a reopen (at
+ *    least once, not exactly once).
+ *
+ * Memory does not grow with the backlog: only timers due within window_ns
+ * of now live in memory (in a core wheel on the store's worker), at most
+ * window_max of them counting the delivered ones not yet acknowledged; the
+ * rest stay on disk and are loaded in deadline order as the window moves.
+ * So the memory is bounded by window_max x (about 128 bytes + the payload),
+ * plus the operations not yet committed (at most queue_max), plus
+ * RocksDB's memtables and block cache (2 x 4 MiB and 8 MiB here). When
+ * window_max timers are delivered and not acknowledged, loading stops until
+ * acks come: deliveries wait, nothing is lost.
+ *
+ * Threads: every function may be called from any thread, the delivery
+ * callback included (it may ack, cancel and schedule). Delivery and done
+ * callbacks run on the store's worker thread, one at a time, so a slow
+ * callback delays commits: keep them short.
+ *
+ * Errors are negative errno codes (strerror(-err) names them):
+ *   -EINVAL     bad argument (NULL, payload too long, unknown config value)
+ *   -EBUSY      the directory is open by another store (this process or
+ *               another: a lock file, dir/LOCK)
+ *   -ENOTEMPTY  the directory holds files but is not a store (foreign)
+ *   -EBADMSG    the directory is a store but its data is damaged, or of
+ *               another format version
+ *   -ENOSPC     the disk is full;  -EIO  an I/O error
+ *   -ENOENT     cancel or ack of an id the store does not hold
+ *   -EAGAIN     ack of a timer not delivered yet
+ *   -ESHUTDOWN  the store is closing
+ * After a write or sync error the store fails every later operation with the
+ * same code (it cannot know what reached the disk): close it and open the
+ * directory again, which recovers every operation that had been reported
+ * durable.
+ */
+#ifndef TIMEWHEEL_STORE_H
+#define TIMEWHEEL_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "timewheel/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest payload, in bytes: a broker stores a reference to its message
+ * (a log offset, a message id), not the message; the in-memory window
+ * copies payloads, so this bounds its memory per timer. */
+#define TW_STORE_PAYLOAD_MAX 1024u
+
+/* Defaults of struct tw_store_config (tw_store_config_init()). */
+#define TW_STORE_DEFAULT_COMMIT_NS UINT64_C(10000000) /* 10 ms */
+#define TW_STORE_DEFAULT_COMMIT_OPS 65536u
+#define TW_STORE_DEFAULT_WINDOW_NS UINT64_C(60000000000) /* 1 min */
+#define TW_STORE_DEFAULT_WINDOW_MAX 65536u
+#define TW_STORE_DEFAULT_RATE 1000000u /* deliveries per second */
+#define TW_STORE_DEFAULT_QUEUE_MAX 65536u
+
+struct tw_store; /* opaque */
+
+/* A timer's identity, handed back by the schedule functions: its deadline
+ * (CLOCK_REALTIME ns) and a sequence number unique within the directory.
+ * Keep both to cancel or ack; the pair is the record's key on disk, so a
+ * cancel finds the record without an index. */
+struct tw_store_id {
+    uint64_t deadline_ns;
+    uint64_t seq;
+};
+
+/* A due timer: runs on the store's worker. payload is valid during the call
+ * only. Call tw_store_ack(s, id, ...) (here or later, from any thread) once
+ * the message has been handed on; until then the timer is delivered again
+ * after a restart. */
+typedef void tw_store_deliver_fn(struct tw_store *s, struct tw_store_id id,
+                                 const void *payload, size_t len, void *arg);
+
+/* An operation's outcome: err is 0 once it is durable, or a negative errno
+ * (the operation did not take effect, or the store failed: see above).
+ * Runs on the store's worker, exactly once per accepted operation. */
+typedef void tw_store_done_fn(struct tw_store_id id, int err, void *arg);
+
+/*
+ * How to open a store. Fill it with tw_store_config_init(), then change
+ * fields.
+ *  deliver, deliver_arg  the delivery callback; required.
+ *  commit_ns      a batch is synced at most this long after its first
+ *                 operation (> 0).
+ *  commit_ops     ... or as soon as it holds this many operations (> 0).
+ *  window_ns      how far ahead of now timers are held in memory (> 0).
+ *  window_max     most timers in memory, delivered and not yet acknowledged
+ *                 included (>= 16).
+ *  deliver_rate   most deliveries per second (0: no bound).
+ *  queue_max      most operations accepted and not yet committed; a caller
+ *                 beyond it waits (the worker itself never waits) (> 0).
+ */
+struct tw_store_config {
+    tw_store_deliver_fn *deliver;
+    void *deliver_arg;
+    uint64_t commit_ns;
+    uint32_t commit_ops;
+    uint64_t window_ns;
+    uint32_t window_max;
+    uint32_t deliver_rate;
+    uint32_t queue_max;
+};
+
+/* Fill cfg with the defaults above and no callback. NULL is a no-op. */
+TW_PUBLIC void tw_store_config_init(struct tw_store_config *cfg);
+
+/*
+ * Open the store in directory dir, creating the directory (one level) and
+ * the store if they do not exist, recover it, and start its worker.
+ * Returns the store, or NULL and stores a negative errno in *err (when err
+ * is not NULL): -EINVAL (NULL dir or cfg, no deliver, a zero bound), -EBUSY,
+ * -ENOTEMPTY, -EBADMSG, -ENOSPC, -EIO, -ENOMEM, or the errno of mkdir or
+ * open (-EACCES, -ENOTDIR...).
+ */
+TW_PUBLIC struct tw_store *
+tw_store_open(const char *dir, const struct tw_store_config *cfg, int *err);
+
+/*
+ * Schedule a delivery of payload (len bytes, 0..TW_STORE_PAYLOAD_MAX; copied)
+ * at deadline_ns on CLOCK_REALTIME; a deadline in the past is due at once.
+ * Stores the timer's id in *id (when id is not NULL) and returns 0: the
+ * operation is accepted, and done(id, err, arg) runs once it is durable or
+ * has failed (done may be NULL). Returns -EINVAL (NULL s, NULL payload with
+ * len > 0, len too long), -ESHUTDOWN, or the store's failure code; then
+ * done never runs.
+ */
+TW_PUBLIC int tw_store_schedule_at(struct tw_store *s, uint64_t deadline_ns,
+                                   const void *payload, size_t len,
+                                   tw_store_done_fn *done, void *arg,
+                                   struct tw_store_id *id);
+
+/* tw_store_schedule_at() at CLOCK_REALTIME now + delay_ns, saturating. */
+TW_PUBLIC int tw_store_schedule_after(struct tw_store *s, uint64_t delay_ns,
+                                      const void *payload, size_t len,
+                                      tw_store_done_fn *done, void *arg,
+                                      struct tw_store_id *id);
+
+/*
+ * Cancel the timer id: pending or delivered and not yet acknowledged, it is
+ * removed from the store and not delivered (again). Returns 0 when
+ * accepted; done then gets 0 once the removal is durable, or -ENOENT (no
+ * such timer: never scheduled, already cancelled or acknowledged), or a
+ * failure code. Returns -EINVAL for a NULL s, -ESHUTDOWN, or the store's
+ * failure code.
+ */
+TW_PUBLIC int tw_store_cancel(struct tw_store *s, struct tw_store_id id,
+                              tw_store_done_fn *done, void *arg);
+
+/*
+ * Acknowledge a delivery: the timer id is final and removed. As
+ * tw_store_cancel(), but done gets -EAGAIN for a timer that has not been
+ * delivered yet (nothing changes).
+ */
+TW_PUBLIC int tw_store_ack(struct tw_store *s, struct tw_store_id id,
+                           tw_store_done_fn *done, void *arg);
+
+/*
+ * Block until every operation accepted before this call is durable or has
+ * failed; the batch in progress is closed at once rather than at its time
+ * bound. Returns 0 when all of them are durable, else the failure code.
+ * -EINVAL for a NULL s; -EDEADLK from a callback (the worker would wait for
+ * itself).
+ */
+TW_PUBLIC int tw_store_sync(struct tw_store *s);
+
+/*
+ * Schedule and wait until durable: tw_store_schedule_at() then
+ * tw_store_sync(). Returns 0 (the timer is durable, its id in *id) or a
+ * negative errno as those two.
+ */
+TW_PUBLIC int tw_store_schedule_durable(struct tw_store *s,
+                                        uint64_t deadline_ns,
+                                        const void *payload, size_t len,
+                                        struct tw_store_id *id);
+
+/*
+ * Close the store, once no other thread is in a call on it or will enter
+ * one: stop accepting operations, commit those accepted (their done
+ * callbacks run), stop the worker, release the directory. Timers stay
+ * on disk. NULL is a no-op returning 0. Returns 0, the store's failure code
+ * (the store is closed all the same), or -EDEADLK from a callback (nothing
+ * done).
+ */
+TW_PUBLIC int tw_store_close(struct tw_store *s);
+
+/* Timers the store holds, on disk, as of its last commit: every durable
+ * schedule not yet durably cancelled or acknowledged, those of earlier
+ * opens included (the count is committed with each batch). Operations not
+ * yet committed are not counted. 0 for NULL. */
+TW_PUBLIC uint64_t tw_store_count(const struct tw_store *s);
+
+/* A record seen by tw_store_scan(); return non-zero to stop. */
+typedef int tw_store_visit_fn(struct tw_store_id id, const void *payload,
+                              size_t len, void *ctx);
+
+/*
+ * Visit every timer of the store in directory dir, closed, in deadline
+ * order, without delivering: what a restart would find (an operator's
+ * listing, a checker). Takes the directory's lock for the duration. Returns
+ * the number visited, or the errors of tw_store_open().
+ */
+TW_PUBLIC int64_t tw_store_scan(const char *dir, tw_store_visit_fn *fn,
+                                void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TIMEWHEEL_STORE_H */

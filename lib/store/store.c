@@ -1,0 +1,340 @@
+/*
+ * store.c: open (the directory, the database, recovery), the worker
+ * thread, close, and tw_store_scan().
+ *
+ * Recovery is no separate pass: RocksDB replays its write-ahead log when
+ * the database opens, and the window starts empty at key zero, so the
+ * worker's first load reads the oldest timers first; those overdue go
+ * straight to the due queue, in key order, and out at deliver_rate. The
+ * time to the first delivery is RocksDB's open plus one read of the first
+ * window_max keys, whatever the backlog.
+ *
+ * The worker loops: commit a batch when one is ready (full, old enough,
+ * asked for by a sync, or the store closing), otherwise load, advance and
+ * deliver (window.c), then sleep on work_cv until the first of the batch's
+ * time bound, the window's next work, or a producer's signal.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store.h"
+
+uint64_t tw__mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t tw__real_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The store whose worker this thread is, if any: set by the worker itself,
+ * so no other thread ever reads what it writes. */
+static _Thread_local const struct tw_store *current;
+
+bool tw__on_worker(const struct tw_store *s)
+{
+    return current == s;
+}
+
+void tw_store_config_init(struct tw_store_config *cfg)
+{
+    if (!cfg)
+        return;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->commit_ns = TW_STORE_DEFAULT_COMMIT_NS;
+    cfg->commit_ops = TW_STORE_DEFAULT_COMMIT_OPS;
+    cfg->window_ns = TW_STORE_DEFAULT_WINDOW_NS;
+    cfg->window_max = TW_STORE_DEFAULT_WINDOW_MAX;
+    cfg->deliver_rate = TW_STORE_DEFAULT_RATE;
+    cfg->queue_max = TW_STORE_DEFAULT_QUEUE_MAX;
+}
+
+static bool config_ok(const struct tw_store_config *c)
+{
+    return c && c->deliver && c->commit_ns && c->commit_ops && c->window_ns &&
+           c->window_max >= 16 && c->queue_max;
+}
+
+/* Under s->mu: must the queue's batch be committed now? */
+static bool batch_ready(const struct tw_store *s, uint64_t mono)
+{
+    return s->qlen > 0 &&
+           (s->closing || s->err || s->qlen >= s->cfg.commit_ops ||
+            s->flush_upto > s->finished ||
+            mono - s->q_first_ns >= s->cfg.commit_ns);
+}
+
+/* Under s->mu: take up to commit_ops operations off the queue's head into
+ * the worker's batch array. Returns how many. */
+static size_t take_batch(struct tw_store *s)
+{
+    size_t n = s->qlen < s->cfg.commit_ops ? s->qlen : s->cfg.commit_ops;
+
+    memcpy(s->wq, s->q, n * sizeof *s->q);
+    memmove(s->q, s->q + n, (s->qlen - n) * sizeof *s->q);
+    s->qlen -= n;
+    s->q_first_ns = tw__mono_ns(); /* the rest waited long enough already */
+    return n;
+}
+
+static void commit_one(struct tw_store *s)
+{
+    size_t n = take_batch(s);
+    uint64_t first = s->finished;
+    int rc;
+
+    pthread_cond_broadcast(&s->space_cv);
+    pthread_mutex_unlock(&s->mu);
+    rc = tw__commit(s, s->wq, n);
+    pthread_mutex_lock(&s->mu);
+    if (rc != 0 && !s->err) {
+        s->err = rc;
+        s->fail_at = first;
+    }
+    s->finished += n;
+    pthread_cond_broadcast(&s->done_cv);
+}
+
+static void sleep_until_work(struct tw_store *s, uint64_t wait)
+{
+    uint64_t mono = tw__mono_ns();
+    struct timespec ts;
+
+    if (s->qlen > 0) {
+        uint64_t left = s->q_first_ns + s->cfg.commit_ns - mono;
+
+        wait = left < wait ? left : wait;
+    }
+    if (wait == 0)
+        return;
+    if (wait == UINT64_MAX) {
+        pthread_cond_wait(&s->work_cv, &s->mu);
+        return;
+    }
+    mono += wait;
+    ts.tv_sec = (time_t)(mono / 1000000000u);
+    ts.tv_nsec = (long)(mono % 1000000000u);
+    pthread_cond_timedwait(&s->work_cv, &s->mu, &ts);
+}
+
+static void *worker_main(void *arg)
+{
+    struct tw_store *s = arg;
+
+    current = s;
+    pthread_mutex_lock(&s->mu);
+    while (!(s->closing && s->qlen == 0)) {
+        uint64_t wait;
+
+        if (batch_ready(s, tw__mono_ns())) {
+            commit_one(s);
+            continue;
+        }
+        pthread_mutex_unlock(&s->mu);
+        wait = s->err ? UINT64_MAX : tw__window_step(s);
+        pthread_mutex_lock(&s->mu);
+        if (!batch_ready(s, tw__mono_ns()) && !s->closing)
+            sleep_until_work(s, wait);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+static bool db_empty(struct tw__db *db)
+{
+    struct tw__db_iter *it = tw__db_iter_new(db, "", 0);
+    bool empty = it && !tw__db_iter_valid(it) && tw__db_iter_error(it) == 0;
+
+    tw__db_iter_free(it);
+    return empty;
+}
+
+/* The sequence number to start from (the high-water mark of the last
+ * commit, so an id is never handed out twice in the directory's life) and
+ * the number of timers held, both from the 'M' record. */
+static int read_seq(struct tw_store *s, bool created)
+{
+    unsigned char v[16];
+    size_t vl = sizeof v;
+    int rc = tw__db_get(s->db, "M", 1, v, &vl);
+
+    if (rc < 0)
+        return rc;
+    if (rc == 1 && vl != 16)
+        return -EBADMSG;
+    if (rc == 0) {
+        /* A new database gets its mark at once. One without it that holds
+         * any record is some other program's RocksDB; an empty one is ours,
+         * its creator killed before it wrote the mark. */
+        if (!created && !db_empty(s->db))
+            return -EBADMSG;
+        s->next_seq = 1;
+        tw__put_be64(v, 1);
+        tw__put_be64(v + 8, 0);
+        tw__db_batch_put(s->batch, "M", 1, v, 16);
+        rc = tw__db_write(s->db, s->batch);
+        tw__db_batch_clear(s->batch);
+        return rc;
+    }
+    s->next_seq = tw__get_be64(v);
+    atomic_store(&s->count, tw__get_be64(v + 8));
+    return 0;
+}
+
+static int sync_init(struct tw_store *s)
+{
+    pthread_condattr_t ca;
+
+    if (pthread_condattr_init(&ca) ||
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC))
+        return -ENOMEM;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->work_cv, &ca);
+    pthread_cond_init(&s->done_cv, NULL);
+    pthread_cond_init(&s->space_cv, NULL);
+    pthread_condattr_destroy(&ca);
+    return 0;
+}
+
+/* Everything open() acquired, in reverse; safe on a partial open. */
+static void release(struct tw_store *s)
+{
+    tw__window_fini(s);
+    tw__db_batch_free(s->batch);
+    tw__db_close(s->db);
+    if (s->lockfd >= 0)
+        close(s->lockfd); /* drops the lock */
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->work_cv);
+    pthread_cond_destroy(&s->done_cv);
+    pthread_cond_destroy(&s->space_cv);
+    free(s->q);
+    free(s->wq);
+    free(s->writes);
+    free(s->dir);
+    free(s);
+}
+
+static int open_parts(struct tw_store *s, const char *dir)
+{
+    char *path;
+    bool create = false;
+    int rc = tw__dir_open(dir, &s->lockfd, &create);
+
+    if (rc != 0)
+        return rc;
+    path = tw__dir_db_path(dir);
+    s->dir = strdup(dir);
+    s->batch = tw__db_batch_new();
+    s->wq = malloc(s->cfg.commit_ops * sizeof *s->wq);
+    s->writes = malloc(s->cfg.commit_ops * sizeof *s->writes);
+    if (!path || !s->dir || !s->batch || !s->wq || !s->writes) {
+        free(path);
+        return -ENOMEM;
+    }
+    rc = tw__db_open(path, create, &s->db);
+    free(path);
+    if (rc == 0)
+        rc = read_seq(s, create);
+    return rc ? rc : tw__window_init(s);
+}
+
+struct tw_store *tw_store_open(const char *dir,
+                               const struct tw_store_config *cfg, int *err)
+{
+    struct tw_store *s;
+    int rc = -EINVAL;
+
+    if (!dir || !config_ok(cfg) || !(s = calloc(1, sizeof *s))) {
+        if (err)
+            *err = dir && config_ok(cfg) ? -ENOMEM : -EINVAL;
+        return NULL;
+    }
+    s->cfg = *cfg;
+    s->lockfd = -1;
+    rc = sync_init(s);
+    if (rc == 0)
+        rc = open_parts(s, dir);
+    if (rc == 0 && pthread_create(&s->worker, NULL, worker_main, s) != 0)
+        rc = -EAGAIN;
+    if (rc != 0) {
+        release(s);
+        s = NULL;
+    }
+    if (err)
+        *err = rc;
+    return s;
+}
+
+int tw_store_close(struct tw_store *s)
+{
+    int rc;
+
+    if (!s)
+        return 0;
+    if (tw__on_worker(s))
+        return -EDEADLK;
+    pthread_mutex_lock(&s->mu);
+    s->closing = true;
+    pthread_cond_signal(&s->work_cv);
+    pthread_cond_broadcast(&s->space_cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->worker, NULL);
+    rc = s->err;
+    release(s);
+    return rc;
+}
+
+/* A store opened for reading only: the directory's checks and lock, the
+ * database, and nothing of the worker's. */
+int64_t tw_store_scan(const char *dir, tw_store_visit_fn *fn, void *ctx)
+{
+    unsigned char low[1] = {'T'};
+    struct tw__db_iter *it;
+    struct tw__db *db = NULL;
+    char *path;
+    bool create = false;
+    struct stat st;
+    int64_t n = 0;
+    int rc, lockfd = -1;
+
+    if (!dir || !fn)
+        return -EINVAL;
+    if (stat(dir, &st) != 0)
+        return -errno;
+    rc = tw__dir_open(dir, &lockfd, &create);
+    if (rc != 0)
+        return rc;
+    path = tw__dir_db_path(dir);
+    rc = !path ? -ENOMEM : create ? 0 : tw__db_open(path, false, &db);
+    free(path);
+    it = db ? tw__db_iter_new(db, low, 1) : NULL;
+    for (; it && tw__db_iter_valid(it); tw__db_iter_next(it), n++) {
+        size_t kl, vl;
+        const unsigned char *k = tw__db_iter_key(it, &kl);
+        const void *v = tw__db_iter_value(it, &vl);
+        struct tw_store_id id = {tw__get_be64(k + 1), tw__get_be64(k + 9)};
+
+        if (kl != TW__KEY_LEN || fn(id, v, vl, ctx))
+            break;
+    }
+    if (it) {
+        rc = tw__db_iter_error(it);
+        tw__db_iter_free(it);
+    }
+    tw__db_close(db);
+    close(lockfd);
+    return rc ? rc : n;
+}

@@ -1,0 +1,396 @@
+/*
+ * The store's errors (suite store_errors): a second opener, a foreign or
+ * damaged directory, and write and sync failures (EIO, ENOSPC) injected at
+ * every site a commit reaches. Each must give a clear negative errno, lose
+ * nothing that was reported durable, and leave a directory that opens
+ * again once the cause is gone.
+ *
+ * The faults come through an interposer: this file defines write(),
+ * pwrite(), writev(), fsync() and fdatasync(), which the linker puts ahead
+ * of the C library's for the whole test binary (RocksDB's calls included).
+ * They pass every call through, unless a test armed them: then the k-th
+ * call on a file under the armed directory fails with the armed errno.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <rocksdb/c.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+
+#include "st.h"
+
+static char fault_dir[128];
+static atomic_bool fault_armed;
+static atomic_long fault_calls; /* calls on files under fault_dir */
+static long fault_at = -1;      /* which of them fails (-1: none) */
+static int fault_errno;
+
+static bool fault_hits(int fd)
+{
+    char link[64], path[512];
+    ssize_t n;
+
+    if (!atomic_load(&fault_armed))
+        return false;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    n = readlink(link, path, sizeof path - 1);
+    if (n <= 0)
+        return false;
+    path[n] = 0;
+    if (strncmp(path, fault_dir, strlen(fault_dir)) != 0)
+        return false;
+    return atomic_fetch_add(&fault_calls, 1) == fault_at;
+}
+
+#define REAL(ret, name, ...)                                                   \
+    static ret (*real)(__VA_ARGS__);                                           \
+    if (!real)                                                                 \
+    *(void **)&real = dlsym(RTLD_NEXT, name)
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+    REAL(ssize_t, "write", int, const void *, size_t);
+    if (fault_hits(fd)) {
+        errno = fault_errno;
+        return -1;
+    }
+    return real(fd, buf, n);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    REAL(ssize_t, "pwrite", int, const void *, size_t, off_t);
+    if (fault_hits(fd)) {
+        errno = fault_errno;
+        return -1;
+    }
+    return real(fd, buf, n, off);
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+    REAL(ssize_t, "writev", int, const struct iovec *, int);
+    if (fault_hits(fd)) {
+        errno = fault_errno;
+        return -1;
+    }
+    return real(fd, iov, cnt);
+}
+
+int fsync(int fd)
+{
+    REAL(int, "fsync", int);
+    if (fault_hits(fd)) {
+        errno = fault_errno;
+        return -1;
+    }
+    return real(fd);
+}
+
+int fdatasync(int fd)
+{
+    REAL(int, "fdatasync", int);
+    if (fault_hits(fd)) {
+        errno = fault_errno;
+        return -1;
+    }
+    return real(fd);
+}
+
+/* Count (at -1) or fail the at-th call of the writes and syncs under dir. */
+static void fault_arm(const char *dir, long at, int err)
+{
+    snprintf(fault_dir, sizeof fault_dir, "%s", dir);
+    fault_at = at;
+    fault_errno = err;
+    atomic_store(&fault_calls, 0);
+    atomic_store(&fault_armed, true);
+}
+
+static long fault_disarm(void)
+{
+    atomic_store(&fault_armed, false);
+    return atomic_load(&fault_calls);
+}
+
+static char dir[64];
+static struct st_rec rec;
+
+static void setup(void)
+{
+    st_mkdir(dir, sizeof dir);
+    st_rec_init(&rec, true);
+}
+
+static void teardown(void)
+{
+    fault_disarm();
+    st_rmdir(dir);
+}
+
+TestSuite(store_errors, .init = setup, .fini = teardown, .timeout = 120);
+
+static int open_err(const char *d)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s;
+    int err = 1;
+
+    tw_store_config_init(&cfg);
+    cfg.deliver = st_deliver;
+    cfg.deliver_arg = &rec;
+    s = tw_store_open(d, &cfg, &err);
+    if (s)
+        cr_assert_eq(tw_store_close(s), 0);
+    return s ? 0 : err;
+}
+
+static int64_t on_disk(void)
+{
+    int64_t n = 0, rc = tw_store_scan(dir, st_count_visit, &n);
+
+    cr_assert_eq(rc, n, "scan: %lld", (long long)rc);
+    return n;
+}
+
+Test(store_errors, a_second_opener_gets_ebusy)
+{
+    struct tw_store *s = st_open(dir, &rec);
+    int64_t n = 0;
+
+    cr_assert_eq(open_err(dir), -EBUSY);
+    cr_assert_eq(tw_store_scan(dir, st_count_visit, &n), -EBUSY);
+    cr_assert_eq(tw_store_close(s), 0);
+    cr_assert_eq(open_err(dir), 0);
+}
+
+/* Another process: this test binary again, running this test alone with
+ * TWSTORE_BUSY_DIR set, which then only checks that it gets -EBUSY. It is
+ * started with posix_spawn(), not fork(): under ThreadSanitizer, fork()
+ * runs jemalloc's pre-fork handlers, which take more locks at once than
+ * its deadlock detector can follow. */
+Test(store_errors, another_process_gets_ebusy)
+{
+    const char *other = getenv("TWSTORE_BUSY_DIR");
+    char env[128], *argv[] = {"twtest", "--filter",
+                              "store_errors/another_process_gets_ebusy", NULL};
+    char *envp[] = {env, NULL};
+    posix_spawn_file_actions_t fa;
+    struct tw_store *s;
+    int status;
+    pid_t pid;
+
+    if (other) {
+        cr_assert_eq(open_err(other), -EBUSY, "the other process was let in");
+        return;
+    }
+    s = st_open(dir, &rec);
+    snprintf(env, sizeof env, "TWSTORE_BUSY_DIR=%s", dir);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    cr_assert_eq(posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "another process was not refused with -EBUSY (status %d)",
+              status);
+    cr_assert_eq(tw_store_close(s), 0);
+}
+
+Test(store_errors, a_foreign_directory_is_left_alone)
+{
+    char path[128];
+    struct stat st;
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/mail.txt", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("not a store\n", f);
+    fclose(f);
+    cr_assert_eq(open_err(dir), -ENOTEMPTY);
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_size, 12);
+    snprintf(path, sizeof path, "%s/STORE", dir);
+    cr_assert_neq(stat(path, &st), 0, "marker written into a foreign dir");
+    snprintf(path, sizeof path, "%s/mail.txt", dir);
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(open_err(dir), 0);
+}
+
+static void write_file(const char *name, const char *text)
+{
+    char path[128];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+Test(store_errors, a_damaged_store_gets_ebadmsg)
+{
+    struct tw_store *s = st_open(dir, &rec);
+
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "k", 1, NULL), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    write_file("STORE", "timewheel-store 99\n"); /* another version */
+    cr_assert_eq(open_err(dir), -EBADMSG);
+    write_file("STORE", "timewheel-store 1\n");
+    write_file("db/CURRENT", "MANIFEST-garbage\n");
+    cr_assert_eq(open_err(dir), -EBADMSG);
+    cr_assert_eq(tw_store_scan(dir, st_count_visit, &(int64_t){0}), -EBADMSG);
+    /* CURRENT gone, the data still there: not a new store either. */
+    {
+        char path[128];
+
+        snprintf(path, sizeof path, "%s/db/CURRENT", dir);
+        cr_assert_eq(unlink(path), 0);
+    }
+    cr_assert_eq(open_err(dir), -EBADMSG);
+}
+
+Test(store_errors, a_path_that_cannot_be_a_store_is_an_errno)
+{
+    char path[128];
+
+    cr_assert_eq(open_err("/nonexistent-twstore/a/b"), -ENOENT);
+    write_file("plain", "x");
+    snprintf(path, sizeof path, "%s/plain", dir);
+    cr_assert_eq(open_err(path), -ENOTDIR);
+}
+
+/* A RocksDB database of someone else's behind a store's marker. */
+static void make_rocksdb(bool with_record)
+{
+    char path[128], *err = NULL;
+    rocksdb_options_t *o = rocksdb_options_create();
+    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+    rocksdb_t *db;
+
+    snprintf(path, sizeof path, "%s/db", dir);
+    rocksdb_options_set_create_if_missing(o, 1);
+    db = rocksdb_open(o, path, &err);
+    cr_assert_null(err, "%s", err);
+    if (with_record)
+        rocksdb_put(db, wo, "hello", 5, "world", 5, &err);
+    cr_assert_null(err);
+    rocksdb_close(db);
+    rocksdb_writeoptions_destroy(wo);
+    rocksdb_options_destroy(o);
+}
+
+Test(store_errors, another_programs_rocksdb_gets_ebadmsg)
+{
+    write_file("STORE", "timewheel-store 1\n");
+    make_rocksdb(true);
+    cr_assert_eq(open_err(dir), -EBADMSG);
+}
+
+/* The creator was killed after RocksDB made its files and before the
+ * store wrote its first record: nothing was ever durable, it opens. */
+Test(store_errors, a_store_killed_while_created_opens)
+{
+    write_file("STORE", "timewheel-store 1\n");
+    make_rocksdb(false);
+    cr_assert_eq(open_err(dir), 0);
+    cr_assert_eq(open_err(dir), 0);
+}
+
+/* One commit's writes and syncs with no fault: how many sites to try. */
+static long sites_of_a_commit(void)
+{
+    struct tw_store *s = st_open(dir, &rec);
+    long n;
+
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "warm", 4, NULL), 0);
+    fault_arm(dir, -1, 0);
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "c", 1, NULL), 0);
+    n = fault_disarm();
+    cr_assert_eq(tw_store_close(s), 0);
+    cr_assert_gt(n, 0, "the interposer saw no write: it is not in the path");
+    return n;
+}
+
+/* Fail call k of a commit with err; what was durable before survives, the
+ * error reaches the caller, the store refuses what follows, reopens. */
+static void fail_commit_at(long k, int err, int64_t *durable)
+{
+    struct tw_store *s = st_open(dir, &rec);
+    struct tw_store_id id;
+    int rc;
+
+    fault_arm(dir, k, err);
+    rc = tw_store_schedule_durable(s, UINT64_MAX, "f", 1, &id);
+    fault_disarm();
+    if (rc == 0) { /* the call was not on this commit's path */
+        (*durable)++;
+    } else {
+        cr_assert_eq(rc, -err, "site %ld: %d, not %d", k, rc, -err);
+        cr_assert_eq(tw_store_schedule_at(s, 1, "", 0, NULL, NULL, NULL), -err,
+                     "a failed store took an operation");
+        cr_assert_eq(tw_store_sync(s), -err);
+    }
+    rc = tw_store_close(s);
+    cr_assert(rc == 0 || rc == -err, "close: %d", rc);
+    cr_assert_geq(on_disk(), *durable, "site %ld lost a durable timer", k);
+}
+
+static void every_site(int err)
+{
+    long sites = sites_of_a_commit();
+    int64_t durable = 2, failed = 0;
+
+    for (long k = 0; k < sites; k++) {
+        int64_t before = durable;
+
+        fail_commit_at(k, err, &durable);
+        failed += durable == before;
+    }
+    cr_assert_gt(failed, 0, "no site failed the commit");
+    cr_log_info("%ld sites, %lld failed the commit", sites, (long long)failed);
+}
+
+Test(store_errors, eio_at_every_site_of_a_commit)
+{
+    every_site(EIO);
+}
+
+Test(store_errors, enospc_at_every_site_of_a_commit)
+{
+    every_site(ENOSPC);
+}
+
+/* Failures while a store is created or reopened: the open fails with a
+ * negative errno and a later open works. */
+Test(store_errors, faults_while_opening)
+{
+    int64_t durable = 0;
+
+    for (long k = 0; k < 40; k++) {
+        int rc;
+
+        fault_arm(dir, k, EIO);
+        rc = open_err(dir);
+        fault_disarm();
+        cr_assert_leq(rc, 0);
+        if (rc == 0 && durable == 0) {
+            struct tw_store *s = st_open(dir, &rec);
+
+            cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "", 0, NULL),
+                         0);
+            cr_assert_eq(tw_store_close(s), 0);
+            durable = 1;
+        }
+        cr_assert_eq(open_err(dir), 0, "site %ld left it unopenable", k);
+        cr_assert_geq(on_disk(), durable);
+    }
+}

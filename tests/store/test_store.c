@@ -1,0 +1,301 @@
+/*
+ * The store's behaviour (suite store): durable schedules delivered after
+ * their deadline on the wall clock and not before, acks and cancels that
+ * hold across a reopen, at-least-once redelivery of what was not acked,
+ * overdue timers after a restart oldest first at a bounded rate, the
+ * window's memory bound, group commit by count and by time, sync.
+ */
+#include "st.h"
+
+static char dir[64];
+static struct st_rec rec;
+
+static void setup(void)
+{
+    st_mkdir(dir, sizeof dir);
+    st_rec_init(&rec, true);
+}
+
+static void teardown(void)
+{
+    st_rmdir(dir);
+}
+
+TestSuite(store, .init = setup, .fini = teardown, .timeout = 60);
+
+static int64_t on_disk(void)
+{
+    int64_t n = 0, rc = tw_store_scan(dir, st_count_visit, &n);
+
+    cr_assert_eq(rc, n, "scan: %lld", (long long)rc);
+    return n;
+}
+
+Test(store, delivered_after_deadline_then_acked_for_good)
+{
+    struct tw_store *s = st_open(dir, &rec);
+    struct tw_store_id id[20];
+
+    for (int i = 0; i < 20; i++) {
+        uint64_t at = st_real() + (uint64_t)(20 + 7 * i) * ST_MS;
+
+        cr_assert_eq(tw_store_schedule_durable(s, at, "msg", 3, &id[i]), 0);
+        cr_assert_eq(id[i].deadline_ns, at);
+    }
+    cr_assert_eq(st_wait(&rec, &rec.n, 20, 10000), 20);
+    for (size_t i = 0; i < 20; i++)
+        cr_assert_geq(rec.at[i], rec.id[i].deadline_ns, "delivered early");
+    cr_assert_eq(tw_store_sync(s), 0); /* the acks made durable */
+    cr_assert_eq(tw_store_count(s), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    cr_assert_eq(on_disk(), 0);
+    s = st_open(dir, &rec);
+    st_sleep_ms(100);
+    cr_assert_eq(st_get(&rec, &rec.n), 20, "an acked timer came back");
+    cr_assert_eq(tw_store_close(s), 0);
+}
+
+Test(store, unacked_delivery_comes_again_after_reopen)
+{
+    struct tw_store *s;
+    struct tw_store_id id;
+
+    rec.ack = false;
+    s = st_open(dir, &rec);
+    cr_assert_eq(tw_store_schedule_durable(s, st_real(), "x", 1, &id), 0);
+    cr_assert_eq(st_wait(&rec, &rec.n, 1, 5000), 1);
+    cr_assert_eq(tw_store_close(s), 0);
+    s = st_open(dir, &rec);
+    cr_assert_eq(st_wait(&rec, &rec.n, 2, 5000), 2);
+    cr_assert_eq(rec.id[1].seq, id.seq);
+    cr_assert_eq(tw_store_ack(s, id, st_done, &rec), 0);
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(rec.done_err[0], 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    cr_assert_eq(on_disk(), 0);
+}
+
+Test(store, cancel_before_due_and_its_answers)
+{
+    struct tw_store *s = st_open(dir, &rec);
+    struct tw_store_id near, far, never = {1, 999999};
+
+    cr_assert_eq(
+        tw_store_schedule_durable(s, st_real() + 300 * ST_MS, "a", 1, &near),
+        0);
+    /* Beyond the window (a minute): on disk only, found there. */
+    cr_assert_eq(
+        tw_store_schedule_durable(s, st_real() + 3600000 * ST_MS, "b", 1, &far),
+        0);
+    cr_assert_eq(tw_store_ack(s, near, st_done, &rec), 0); /* not yet due */
+    cr_assert_eq(tw_store_cancel(s, near, st_done, &rec), 0);
+    cr_assert_eq(tw_store_cancel(s, near, st_done, &rec), 0); /* twice */
+    cr_assert_eq(tw_store_cancel(s, never, st_done, &rec), 0);
+    cr_assert_eq(tw_store_ack(s, far, st_done, &rec), 0); /* not yet due */
+    cr_assert_eq(tw_store_cancel(s, far, st_done, &rec), 0);
+    cr_assert_eq(tw_store_cancel(s, far, st_done, &rec), 0); /* same batch */
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(rec.done_n, 7);
+    cr_assert_eq(rec.done_err[6], -ENOENT, "%d", rec.done_err[6]);
+    cr_assert_eq(rec.done_err[0], -EAGAIN);
+    cr_assert_eq(rec.done_err[1], 0);
+    cr_assert_eq(rec.done_err[2], -ENOENT);
+    cr_assert_eq(rec.done_err[3], -ENOENT);
+    cr_assert_eq(rec.done_err[4], -EAGAIN);
+    cr_assert_eq(rec.done_err[5], 0);
+    st_sleep_ms(500);
+    cr_assert_eq(st_get(&rec, &rec.n), 0, "a cancelled timer was delivered");
+    cr_assert_eq(tw_store_close(s), 0);
+    cr_assert_eq(on_disk(), 0);
+}
+
+Test(store, schedule_and_cancel_in_one_batch)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s;
+    struct tw_store_id id;
+
+    tw_store_config_init(&cfg);
+    cfg.commit_ns = 2000 * ST_MS; /* both land in one batch */
+    s = st_open_cfg(dir, &rec, &cfg);
+    cr_assert_eq(tw_store_schedule_at(s, st_real(), "x", 1, st_done, &rec, &id),
+                 0);
+    cr_assert_eq(tw_store_cancel(s, id, st_done, &rec), 0);
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(rec.done_err[0], 0);
+    cr_assert_eq(rec.done_err[1], 0, "%d", rec.done_err[1]);
+    cr_assert_eq(tw_store_count(s), 0);
+    st_sleep_ms(100);
+    cr_assert_eq(st_get(&rec, &rec.n), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    cr_assert_eq(on_disk(), 0);
+}
+
+Test(store, overdue_after_restart_oldest_first_at_bounded_rate)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s = st_open(dir, &rec);
+    uint64_t base = st_real() + 50 * ST_MS, t0;
+    enum { N = 1000, RATE = 2000 };
+
+    /* Deadlines in a shuffled order, all due while the store is closed. */
+    for (uint64_t i = 0; i < N; i++) {
+        uint64_t at = base + (i * 7919 % N) * 1000;
+
+        cr_assert_eq(
+            tw_store_schedule_at(s, at, &i, sizeof i, NULL, NULL, NULL), 0);
+    }
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    st_sleep_ms(100);
+    tw_store_config_init(&cfg);
+    cfg.deliver_rate = RATE;
+    t0 = st_mono();
+    s = st_open_cfg(dir, &rec, &cfg);
+    cr_assert_eq(st_wait(&rec, &rec.n, N, 20000), N);
+    /* 1000 at 2000/s with a burst of 20: at least 0.49 s. */
+    cr_assert_geq(st_mono() - t0, 480 * ST_MS);
+    for (size_t i = 1; i < N; i++)
+        cr_assert_lt(rec.id[i - 1].deadline_ns, rec.id[i].deadline_ns,
+                     "not oldest first at %zu", i);
+    cr_assert_eq(tw_store_close(s), 0);
+}
+
+Test(store, unacked_deliveries_are_bounded_by_the_window)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s;
+    struct tw_store_id id[100];
+
+    rec.ack = false;
+    tw_store_config_init(&cfg);
+    cfg.window_max = 16;
+    s = st_open_cfg(dir, &rec, &cfg);
+    for (int i = 0; i < 100; i++)
+        cr_assert_eq(tw_store_schedule_at(s, st_real() + 10 * ST_MS, "m", 1,
+                                          NULL, NULL, &id[i]),
+                     0);
+    cr_assert_eq(tw_store_sync(s), 0);
+    st_sleep_ms(300);
+    cr_assert_eq(st_get(&rec, &rec.n), 16, "more in memory than window_max");
+    for (size_t i = 0; i < 16; i++)
+        cr_assert_eq(tw_store_ack(s, rec.id[i], NULL, NULL), 0);
+    cr_assert_geq(st_wait(&rec, &rec.n, 32, 5000), 30);
+    for (size_t i = 16; i < 30; i++)
+        cr_assert_eq(tw_store_ack(s, rec.id[i], NULL, NULL), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    cr_assert_eq(on_disk(), 100 - 30);
+}
+
+Test(store, far_timers_wait_on_disk_and_load_as_the_window_moves)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s;
+
+    tw_store_config_init(&cfg);
+    cfg.window_ns = 50 * ST_MS;
+    cfg.window_max = 16;
+    s = st_open_cfg(dir, &rec, &cfg);
+    for (int i = 0; i < 200; i++)
+        cr_assert_eq(tw_store_schedule_at(s,
+                                          st_real() + (uint64_t)(i * 3) * ST_MS,
+                                          "m", 1, NULL, NULL, NULL),
+                     0);
+    cr_assert_eq(st_wait(&rec, &rec.n, 200, 20000), 200);
+    for (size_t i = 0; i < 200; i++)
+        cr_assert_geq(rec.at[i], rec.id[i].deadline_ns);
+    cr_assert_eq(tw_store_close(s), 0);
+}
+
+Test(store, group_commit_closes_on_count_or_time)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s;
+    uint64_t t0;
+
+    tw_store_config_init(&cfg);
+    cfg.commit_ns = 2000 * ST_MS;
+    cfg.commit_ops = 5;
+    s = st_open_cfg(dir, &rec, &cfg);
+    t0 = st_mono();
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(tw_store_schedule_after(s, 3600000 * ST_MS, "m", 1,
+                                             st_done, &rec, NULL),
+                     0);
+    st_sleep_ms(200);
+    cr_assert_eq(st_get(&rec, &rec.done_n), 0,
+                 "a batch closed before its bounds");
+    cr_assert_eq(tw_store_schedule_after(s, 3600000 * ST_MS, "m", 1, st_done,
+                                         &rec, NULL),
+                 0);
+    cr_assert_eq(st_wait(&rec, &rec.done_n, 5, 1500), 5, "count bound");
+    cr_assert_lt(st_mono() - t0, 1900 * ST_MS);
+    t0 = st_mono();
+    cr_assert_eq(tw_store_schedule_after(s, 3600000 * ST_MS, "m", 1, st_done,
+                                         &rec, NULL),
+                 0);
+    cr_assert_eq(st_wait(&rec, &rec.done_n, 6, 10000), 6, "time bound");
+    cr_assert_geq(st_mono() - t0, 1900 * ST_MS);
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(rec.done_err[i], 0);
+    /* sync closes the batch at once. */
+    t0 = st_mono();
+    cr_assert_eq(
+        tw_store_schedule_after(s, 3600000 * ST_MS, "m", 1, NULL, NULL, NULL),
+        0);
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_lt(st_mono() - t0, 1500 * ST_MS);
+    cr_assert_eq(tw_store_count(s), 7);
+    cr_assert_eq(tw_store_close(s), 0);
+    s = st_open(dir, &rec); /* the count is the directory's */
+    cr_assert_eq(tw_store_count(s), 7);
+    cr_assert_eq(tw_store_close(s), 0);
+}
+
+struct order {
+    size_t n;
+    uint64_t last;
+    bool sorted;
+    uint64_t seen; /* bit i: payload i */
+};
+
+static int check_order(struct tw_store_id id, const void *p, size_t len,
+                       void *ctx)
+{
+    struct order *o = ctx;
+    uint64_t i;
+
+    cr_assert_eq(len, 8);
+    memcpy(&i, p, 8);
+    cr_assert_lt(i, 50);
+    o->seen |= UINT64_C(1) << i;
+    if (o->n++ && id.deadline_ns < o->last)
+        o->sorted = false;
+    o->last = id.deadline_ns;
+    return 0;
+}
+
+Test(store, ids_unique_across_reopen_and_scan_in_deadline_order)
+{
+    struct tw_store *s = st_open(dir, &rec);
+    struct tw_store_id a, b;
+    struct order o = {.sorted = true};
+    uint64_t day = 86400000 * ST_MS, now = st_real();
+
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "", 0, &a), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    s = st_open(dir, &rec);
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "", 0, &b), 0);
+    cr_assert_gt(b.seq, a.seq, "an id handed out twice");
+    cr_assert_eq(tw_store_cancel(s, a, NULL, NULL), 0);
+    cr_assert_eq(tw_store_cancel(s, b, NULL, NULL), 0);
+    /* Up to 50 days out, in a shuffled order: nothing to re-write. */
+    for (uint64_t i = 0; i < 50; i++)
+        cr_assert_eq(tw_store_schedule_at(s, now + day * ((i * 37) % 50 + 1),
+                                          &i, 8, NULL, NULL, NULL),
+                     0);
+    cr_assert_eq(tw_store_close(s), 0);
+    cr_assert_eq(tw_store_scan(dir, check_order, &o), 50);
+    cr_assert(o.sorted, "scan not in deadline order");
+    cr_assert_eq(o.seen, (UINT64_C(1) << 50) - 1);
+}
