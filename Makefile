@@ -181,3 +181,4 @@ clean:
 -include bench/netty/netty.mk
 -include tests/extra.mk
 -include docs/examples/examples.mk
+-include tests/mosquitto/mosquitto.mk

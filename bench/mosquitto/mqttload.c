@@ -18,6 +18,9 @@
  *   expiry     clients close with session expiry E (spread over --spread
  *              seconds) and a will delay E + 1000 s, so the will goes out
  *              when the session expires; lateness = arrival - (close + E)
+ *   session-end  clients with session expiry 0 close with a 5 s will delay:
+ *              MQTT 5 sends the will when the session ends, at the close
+ *              (the patched broker with will_at_session_end true)
  *   mixed      a third of each: silent with keepalive 2 s, a will delay of
  *              1 to 5 s, a session expiry of 2 to 6 s (the benchmark)
  *   churn      connect, DISCONNECT; session expiry --expiry (random: one
@@ -68,6 +71,7 @@ struct client {
     uint16_t keepalive;
     uint32_t will_delay; /* s; 0: no will */
     uint32_t expiry;     /* s */
+    uint32_t due_s;      /* s from our close to the will, by MQTT */
     uint64_t t_start;    /* when to connect, relative ns */
     uint64_t t_close;    /* when to close (P_CLOSE, P_DISCONNECT) */
     uint64_t sent;       /* CONNECT written */
@@ -434,6 +438,7 @@ static void add_client(uint8_t plan, uint8_t kind, uint16_t ka, uint32_t wd,
     c->expiry = exp;
     c->t_start = start;
     c->t_close = close_at;
+    c->due_s = kind == K_EXPIRY ? exp : wd;
     if (plan == P_CLOSE)
         heap_push(close_at, ncl - 1);
 }
@@ -474,6 +479,12 @@ static int make_scenario(const struct opts *o)
 
             add_client(P_CLOSE, K_EXPIRY, 0, e + 1000, e, 0,
                        ramp + spread * (uint64_t)i / (uint64_t)n);
+        }
+    } else if (!strcmp(s, "session-end")) {
+        for (long i = 0; i < n; i++) {
+            add_client(P_CLOSE, K_WILL, 0, 5, 0, 0,
+                       ramp + spread * (uint64_t)i / (uint64_t)n);
+            cl[ncl - 1].due_s = 0; /* the session ends with the connection */
         }
     } else if (!strcmp(s, "mixed")) {
         for (long i = 0; i < n; i++) {
@@ -703,8 +714,7 @@ static void client_due(long i, uint64_t t)
     struct client *c = &cl[i];
 
     client_close(i, t);
-    c->due = t + (uint64_t)(c->kind == K_EXPIRY ? c->expiry : c->will_delay) *
-                     NS;
+    c->due = t + (uint64_t)c->due_s * NS;
 }
 
 /* ---- the loop ------------------------------------------------------------ */
@@ -869,7 +879,7 @@ static void usage(void)
             "usage: mqttload --broker PATH [--conf LINE] [--dir DIR]\n"
             "        [--n N] [--keepalive S] [--expiry S|-1] [--spread S]\n"
             "        [--scale X] [--timeout S] [--max-late-ms MS]\n"
-            "        keepalive|order|stream|expiry|mixed|churn\n");
+            "        keepalive|order|stream|expiry|session-end|mixed|churn\n");
     exit(2);
 }
 
