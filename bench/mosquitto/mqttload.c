@@ -21,6 +21,10 @@
  *   session-end  clients with session expiry 0 close with a 5 s will delay:
  *              MQTT 5 sends the will when the session ends, at the close
  *              (the patched broker with will_at_session_end true)
+ *   restore    two sessions with expiry 4 s close; the broker (with
+ *              persistence) is restarted 1 s later; one session must still
+ *              be there 3.3 s after the close, the other gone 5.3 s after
+ *              (the saved expiry is whole seconds: up to 1 s late)
  *   mixed      a third of each: silent with keepalive 2 s, a will delay of
  *              1 to 5 s, a session expiry of 2 to 6 s (the benchmark)
  *   churn      connect, DISCONNECT; session expiry --expiry (random: one
@@ -332,8 +336,11 @@ static int write_conf(const struct opts *o, char *path, size_t len)
         return -1;
     for (int i = 0; i < nlisten; i++)
         fprintf(f, "listener %u 127.0.0.1\n", ports[i]);
-    fprintf(f, "allow_anonymous true\npersistence false\nlog_dest none\n"
-               "set_tcp_nodelay true\n");
+    fprintf(f, "allow_anonymous true\nlog_dest none\nset_tcp_nodelay true\n");
+    if (!strcmp(o->scenario, "restore"))
+        fprintf(f, "persistence true\npersistence_location %s/\n", o->dir);
+    else
+        fprintf(f, "persistence false\n");
     if (o->conf_extra)
         fprintf(f, "%s\n", o->conf_extra);
     return fclose(f);
@@ -360,7 +367,7 @@ static int broker_start(const struct opts *o)
 {
     char conf[512];
 
-    for (int i = 0; i < nlisten; i++)
+    for (int i = 0; i < nlisten && !ports[i]; i++)
         ports[i] = free_port();
     if (write_conf(o, conf, sizeof conf))
         return -1;
@@ -480,6 +487,8 @@ static int make_scenario(const struct opts *o)
             add_client(P_CLOSE, K_EXPIRY, 0, e + 1000, e, 0,
                        ramp + spread * (uint64_t)i / (uint64_t)n);
         }
+    } else if (!strcmp(s, "restore")) {
+        return 0;
     } else if (!strcmp(s, "session-end")) {
         for (long i = 0; i < n; i++) {
             add_client(P_CLOSE, K_WILL, 0, 5, 0, 0,
@@ -871,6 +880,66 @@ static long report_order(double slack_ms)
     return bad;
 }
 
+/* ---- restore: session expiry across a restart ------------------------------ */
+
+/* Connect client tw-<i> (clean start or not, session expiry exp) with a
+ * blocking socket and return CONNACK's session present flag, or -1. */
+static int connect_once(long i, int clean, uint32_t exp, int *fd)
+{
+    uint8_t b[300], *p = b, pkt[320], ack[16];
+    char id[32];
+    size_t n;
+
+    snprintf(id, sizeof id, "tw-%ld", i);
+    p += put_str(p, "MQTT");
+    *p++ = 5;
+    *p++ = clean ? 0x02 : 0;
+    p += put_u16(p, 60);
+    *p++ = 5;
+    *p++ = 0x11;
+    p += put_u32(p, exp);
+    p += put_str(p, id);
+    n = frame(pkt, 0x10, b, (size_t)(p - b));
+    *fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (*fd < 0 || connect_to(*fd, ports[0]) || write_all(*fd, pkt, n) ||
+        read(*fd, ack, sizeof ack) < 4 || ack[0] != 0x20 || ack[3] != 0)
+        return -1;
+    return ack[2] & 1;
+}
+
+static void sleep_until(uint64_t t)
+{
+    uint64_t now = now_ns();
+
+    if (t > now)
+        usleep((useconds_t)((t - now) / 1000));
+}
+
+static int restore(const struct opts *o)
+{
+    int fx, fy, px, py;
+    uint64_t closed;
+
+    if (connect_once(0, 0, 4, &fx) < 0 || connect_once(1, 0, 4, &fy) < 0)
+        return -1;
+    close(fx);
+    close(fy);
+    closed = now_ns();
+    sleep_until(closed + NS);
+    broker_stop();
+    if (broker_start(o))
+        return -1;
+    sleep_until(closed + 3300 * MS);
+    px = connect_once(0, 0, 4, &fx);
+    sleep_until(closed + 5300 * MS);
+    py = connect_once(1, 0, 4, &fy);
+    close(fx);
+    close(fy);
+    printf("restore before_expiry_present=%d after_expiry_present=%d\n", px,
+           py);
+    return px == 1 && py == 0 ? 0 : 1;
+}
+
 /* ---- main ---------------------------------------------------------------- */
 
 static void usage(void)
@@ -879,14 +948,15 @@ static void usage(void)
             "usage: mqttload --broker PATH [--conf LINE] [--dir DIR]\n"
             "        [--n N] [--keepalive S] [--expiry S|-1] [--spread S]\n"
             "        [--scale X] [--timeout S] [--max-late-ms MS]\n"
-            "        keepalive|order|stream|expiry|session-end|mixed|churn\n");
+            "        keepalive|order|stream|expiry|session-end|restore|mixed|"
+            "churn\n");
     exit(2);
 }
 
 static void parse(int argc, char **argv, struct opts *o)
 {
     *o = (struct opts){.n = 20, .keepalive = 2, .expiry = 3, .scale = 1,
-                       .spread = 0, .timeout = 120, .dir = "/tmp"};
+                       .spread = 0, .timeout = 120};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -911,6 +981,33 @@ static void parse(int argc, char **argv, struct opts *o)
     }
     if (!o->broker || !o->scenario || o->n < 1 || o->scale <= 0)
         usage();
+}
+
+/* A directory of this run's own for the broker's configuration and
+ * database, which the broker may write after dropping to `nobody`. */
+static char tmpdir[] = "/tmp/mqttload.XXXXXX";
+
+static int make_dir(struct opts *o)
+{
+    if (o->dir)
+        return 0;
+    if (!mkdtemp(tmpdir) || chmod(tmpdir, 0777))
+        return -1;
+    o->dir = tmpdir;
+    return 0;
+}
+
+static void remove_dir(const struct opts *o)
+{
+    char path[600];
+
+    if (o->dir != tmpdir)
+        return;
+    snprintf(path, sizeof path, "%s/mosquitto.conf", o->dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/mosquitto.db", o->dir);
+    unlink(path);
+    rmdir(o->dir);
 }
 
 /* Room for every client's socket here and in the broker, which inherits
@@ -948,8 +1045,17 @@ int main(int argc, char **argv)
     t0 = 0;
     t0 = now_ns();
     ep = epoll_create1(EPOLL_CLOEXEC);
+    if (make_dir(&o))
+        return 2;
+    if (!strcmp(o.scenario, "restore")) {
+        rc = broker_start(&o) ? -1 : restore(&o);
+        broker_stop();
+        remove_dir(&o);
+        return rc < 0 ? 2 : rc;
+    }
     if (ep < 0 || broker_start(&o) || watcher_start()) {
         broker_stop();
+        remove_dir(&o);
         return 2;
     }
     usleep(100000); /* the SUBSCRIBE is through before the first will */
@@ -962,6 +1068,7 @@ int main(int argc, char **argv)
            rc != 0);
     broker_report();
     broker_stop();
+    remove_dir(&o);
     if (o.max_late_ms > 0 && (bad || rc))
         return 1;
     return rc ? 1 : 0;

@@ -19,6 +19,10 @@
 #             delay: each will within a tick + slack of the close, when the
 #             session ends (the patched broker runs with will_at_session_end
 #             true, the stock one does not know the option)
+#  restore    (pass only: the stock broker passes it too) two sessions with
+#             expiry 4 s, broker restarted from persistence 1 s after the
+#             close: the session is there 3.3 s after the close, gone 5.3 s
+#             after (the saved expiry is whole seconds: <= 1 s late)
 # With `pass` every test must pass; with `fail` every test must fail (exit
 # 1 from mqttload: an event early, late or out of order), so that the
 # tests are shown to catch what they are about.
@@ -48,6 +52,7 @@ run order --scale 0.2 order
 run expiry --n 10000 --expiry 3 --spread 2 expiry
 if [ "$want" = pass ]; then
     run session-end --n 5 --spread 1 --conf "will_at_session_end true" session-end
+    run restore restore
 else
     run session-end --n 5 --spread 1 session-end
 fi
