@@ -10,8 +10,12 @@
 #    entry needed, so the machine is left as found): as root the broker
 #    drops to `nobody` and cannot write the files the tests expect;
 #  - in TREE, which is handed to that uid first.
-# /dev/null is checked before and after (a run as root on this machine
-# once left it a regular file); the run fails if it changed.
+# /dev/null is checked before the run and after every script (a run as
+# root on this machine once left it a regular file). If it is no longer a
+# character device, the impostor is kept as OUT.devnull (with its stat),
+# /dev/null is made again at once (the machine is left as found), and OUT
+# gets a line DEVNULL naming the script that was running, which
+# compare.sh reports as a failure.
 #
 #   suite.sh TREE OUT [SCRIPT...]   no SCRIPT: every script
 # OUT gets one line per script: PASS|FAIL name seconds.
@@ -26,15 +30,28 @@ if [ "$(id -u)" != 0 ]; then
     echo "suite.sh: needs root (a network namespace, then uid $uid)" >&2
     exit 1
 fi
-if ! unshare -n true 2>/dev/null; then
+if ! unshare -n true; then
     echo "suite.sh: no network namespaces here: the suite's brokers would" \
          "listen on every address; not run" >&2
     exit 1
 fi
 [ -c /dev/null ] || { echo "suite.sh: /dev/null is not a character device" >&2; exit 1; }
 
+# Make /dev/null a character device again if something replaced it,
+# keeping what was there. $1: the script that was running.
+devnull_check() {
+    [ -c /dev/null ] && return 0
+    stat /dev/null > "$out.devnull.stat" 2>&1 || true
+    cp /dev/null "$out.devnull" || true
+    rm -f /dev/null && mknod -m 666 /dev/null c 1 3
+    echo "DEVNULL $1 replaced by a regular file during this script: restored" |
+        tee -a "$out" >&2
+}
+
 if [ $# = 0 ]; then
-    set -- msg_sequence_test.py $(grep -o '\./[0-9][0-9]-[^ ]*\.py' "$dir/Makefile" | cut -c3-)
+    # The scripts the Makefile runs (a commented-out line is not one).
+    set -- msg_sequence_test.py $(grep -E '^\s+\./[0-9][0-9]-[^ ]*\.py' \
+        "$dir/Makefile" | sed 's|^\s*\./||')
 fi
 chown -R "$uid:$uid" "$tree"
 : > "$out"
@@ -51,10 +68,5 @@ for t in "$@"; do
         r=FAIL
     fi
     echo "$r $t $(awk "BEGIN { printf \"%.1f\", $(date +%s.%N) - $start }")" | tee -a "$out"
+    devnull_check "$t"
 done
-
-if [ ! -c /dev/null ]; then
-    echo "suite.sh: /dev/null is no longer a character device: restored" >&2
-    rm -f /dev/null && mknod -m 666 /dev/null c 1 3
-    exit 1
-fi
