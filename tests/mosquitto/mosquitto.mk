@@ -9,7 +9,7 @@
 #                         the patched one linking an install of this tree
 #                         (build/mosquitto/timewheel) through pkg-config
 #   make mosquitto-test   all of it, on both brokers: Mosquitto's unit tests,
-#                         its 175 broker scripts (tests/mosquitto/suite.sh),
+#                         its 181 broker scripts (tests/mosquitto/suite.sh),
 #                         our timing tests (tests/mosquitto/timing.sh: the
 #                         stock broker must fail them, the patched pass);
 #                         about 17 minutes on 2 cores (15.6 for the tests
