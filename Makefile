@@ -263,6 +263,9 @@ format-check: format-tool
 #                              make test): SIGKILLs of a store writer
 #   bench/store/store.mk       make bench-store (a step of make bench),
 #                              bench-store-scale, bench-store-dbs
+#   tests/mosquitto/mosquitto.mk  make mosquitto, mosquitto-test, mosquitto-ci
+#                              (CI), mosquitto-bench, mosquitto-check (a step
+#                              of make test): Mosquitto on timewheel
 include bench/bench.mk
 include bench/service/service.mk
 include bench/netty/netty.mk
@@ -270,6 +273,7 @@ include tests/extra.mk
 include docs/examples/examples.mk
 include tests/store/store.mk
 include bench/store/store.mk
+include tests/mosquitto/mosquitto.mk
 
 # The header dependencies written by -MMD, of the objects above and of the
 # fragments' (each adds its own to DEP_FILES); absent before the first
