@@ -48,6 +48,7 @@ store-crash-quick: | $(TEST_BIN)
 # its suites are left out of memcheck anyway (ASan and TSan run them).
 ifeq ($(B),$(BUILD)/memcheck)
 TEST_SRC := $(filter-out tests/store/%,$(TEST_SRC))
+TEST_OBJ := $(filter-out $(B)/tests/obj/store/%,$(TEST_OBJ))
 STATIC := $(filter-out $(A_store),$(STATIC))
 LDLIBS_LIB := $(filter-out -lrocksdb -Wl$(comma)--no-as-needed$(comma)-lstdc++,$(LDLIBS_LIB))
 endif
