@@ -136,6 +136,8 @@ enum tw__hstate {
     TW__CANCELLED,
     TW__DONE,
     TW__RETURNED,
+    TW__LAST_RUN, /* running; a one-shot cancelled while it ran (the cancel
+                     answered 0): DONE once it returns, re-arms answer 0 */
 };
 
 #define TW__ST_MASK 0xfu
