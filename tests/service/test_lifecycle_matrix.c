@@ -849,3 +849,100 @@ PAIR(stop_x_stop)
     expect(s, 1 + probes, 1, 0, probes, 1);
     finish(s, h);
 }
+
+/* ---- a cancel-release while a re-arm holds the handle ------------------- */
+
+/* An allocator that holds the thread that asks it to, inside the
+ * allocation, until told: a re-arm to an earlier deadline allocates its
+ * thread's rings at the thread's first message, while it holds the handle
+ * (LOCKED), so the test can act while the re-arm is half done. */
+static _Thread_local bool hold_my_alloc;
+static atomic_int alloc_held, alloc_go;
+
+static void *holding_alloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    if (hold_my_alloc) {
+        hold_my_alloc = false;
+        atomic_store(&alloc_held, 1);
+        while (!atomic_load(&alloc_go))
+            sleep_ns(MS / 4);
+    }
+    return malloc(size);
+}
+
+static void holding_free(void *ctx, void *p, size_t size)
+{
+    (void)ctx;
+    (void)size;
+    free(p);
+}
+
+static void holding_allocator(void)
+{
+    struct tw_allocator a = {holding_alloc, holding_free, NULL};
+
+    cr_assert_eq(tw_set_allocator(&a), 0);
+}
+
+static void *rearm_held(void *arg)
+{
+    struct call *r = arg;
+
+    /* Earlier than the hour, so it sends a message; far enough that the
+     * cancel lands before it is due however the threads are scheduled. */
+    hold_my_alloc = true;
+    r->rc = tw_handle_rearm(r->h, LC_HOUR / 2);
+    atomic_store(&r->done, 1);
+    return NULL;
+}
+
+/* The re-arm holds the handle when cancel-release comes: the cancel waits
+ * for it, then wins (1): the timer is cancelled, not handed back at stop.
+ * On 103bd1b the fast path's failed swap handed cancel() the re-arm's
+ * word, which it took for a lost race: 0, and the re-armed timer stayed
+ * armed (handed back here; it would have run at its new deadline). */
+static void *let_alloc_go_later(void *arg)
+{
+    (void)arg;
+    sleep_ns(100 * MS);
+    atomic_store(&alloc_go, 1);
+    return NULL;
+}
+
+/* The cancel is made on this thread, which has a stripe and rings in the
+ * service (it scheduled the timer): the fast path's case. */
+static void rearm_in_progress_x_cancel_release(unsigned threads)
+{
+    struct tw_service *s = service_pool(TW_HIER, threads);
+    struct tw_handle *h = cbx_arm(s, &c, LC_HOUR, 0);
+    struct call r = {.h = h};
+    pthread_t later;
+    int rc;
+
+    cr_assert_eq(pthread_create(&r.t, NULL, rearm_held, &r), 0);
+    wait_for(&alloc_held, 1, "the re-arm's allocation");
+    cr_assert_eq(pthread_create(&later, NULL, let_alloc_go_later, NULL), 0);
+    rc = tw_handle_cancel_release(h);
+    pthread_join(later, NULL);
+    pthread_join(r.t, NULL);
+    cr_assert_eq(r.rc, 1);
+    cr_assert_eq(rc, 1, "cancel-release answered %d", rc);
+    quiet(&c, 0);
+    wait_for(&c.released, 1, "reaped");
+    cr_assert_eq(tw_service_stop(s, lc_back_fn, &back), 0);
+    cr_assert_eq(atomic_load(&back.n), 0);
+    expect(s, 1, 0, 0, 1, 0);
+    finish(s, NULL);
+}
+
+Test(service_lifecycle_matrix, rearm_in_progress_x_cancel_release_worker,
+     .init = holding_allocator, .timeout = 60)
+{
+    rearm_in_progress_x_cancel_release(0);
+}
+Test(service_lifecycle_matrix, rearm_in_progress_x_cancel_release_executor,
+     .init = holding_allocator, .timeout = 60)
+{
+    rearm_in_progress_x_cancel_release(2);
+}
