@@ -8,8 +8,10 @@
  * of them moves it only by compare-and-swap from the state word it read, so
  * exactly one wins. A cancel that wins PENDING -> CANCELLING, DISPATCHED ->
  * CANCELLED or a running timer that would run again -> CANCEL_RUNNING
- * returns 1 and no later run can start; a cancel that finds any other state
- * returns 0. Every winning cancel passes through CANCELLING while it counts
+ * returns 1 and no later run can start; one that finds a one-shot running
+ * its last run moves it to LAST_RUN and returns 0 (no re-arm can revive
+ * it); one that finds LOCKED or CANCELLING waits it out and looks again;
+ * any other state returns 0. Every winning cancel passes through CANCELLING while it counts
  * itself on the service (gate.c), so the service is alive meanwhile. A re-arm takes LOCKED, writes the deadline, and stores the
  * state back with the generation bumped, so a worker that read the old
  * deadline fails its claim and reads again.

@@ -39,13 +39,13 @@ struct cbx {
     atomic_int returned; /* runs returned */
     atomic_int released; /* calls of the release hook */
     atomic_int go;       /* lets a held run continue */
-    atomic_int hold;     /* hold runs until go (first run only if 1; 2: every) */
-    int act;             /* what the first run does to its own handle */
-    bool act_first;      /* before the hold (else after it) */
-    uint64_t act_delay;  /* the delay of its re-arm */
-    int act_rc;          /* the answer it got */
-    int query_in;        /* its own tw_handle_query(), after the hold */
-    atomic_int every;    /* re-arm itself by act_delay on every run */
+    atomic_int hold;    /* hold runs until go (first run only if 1; 2: every) */
+    int act;            /* what the first run does to its own handle */
+    bool act_first;     /* before the hold (else after it) */
+    uint64_t act_delay; /* the delay of its re-arm */
+    int act_rc;         /* the answer it got */
+    int query_in;       /* its own tw_handle_query(), after the hold */
+    atomic_int every;   /* re-arm itself by act_delay on every run */
 };
 
 enum { ACT_NONE, ACT_REARM, ACT_CANCEL };
@@ -108,7 +108,8 @@ static inline void cbx_go(struct cbx *c, int n)
     wait_for(&c->returned, n, "runs returned");
 }
 
-/* ---- calls on a thread of their own --------------------------------------- */
+/* ---- calls on a thread of their own ---------------------------------------
+ */
 
 enum lc_op {
     OP_CANCEL,

@@ -29,16 +29,16 @@
 static struct cbx c, b; /* the timer under test; a blocker holding stop */
 static struct lc_back back;
 
-#define PAIR(name)                                                           \
-    static void name(unsigned threads);                                      \
-    Test(service_lifecycle_matrix, name##_worker, .timeout = 60)             \
-    {                                                                        \
-        name(0);                                                             \
-    }                                                                        \
-    Test(service_lifecycle_matrix, name##_executor, .timeout = 60)           \
-    {                                                                        \
-        name(2);                                                             \
-    }                                                                        \
+#define PAIR(name)                                                             \
+    static void name(unsigned threads);                                        \
+    Test(service_lifecycle_matrix, name##_worker, .timeout = 60)               \
+    {                                                                          \
+        name(0);                                                               \
+    }                                                                          \
+    Test(service_lifecycle_matrix, name##_executor, .timeout = 60)             \
+    {                                                                          \
+        name(2);                                                               \
+    }                                                                          \
     static void name(unsigned threads)
 
 /* No run beyond `want`, a while after the last one. */
@@ -213,8 +213,14 @@ static void fire_x_cancel_wait_of(unsigned threads, uint64_t period)
     finish(s, h);
 }
 
-PAIR(fire_x_cancel_wait) { fire_x_cancel_wait_of(threads, 0); }
-PAIR(fire_x_cancel_wait_periodic) { fire_x_cancel_wait_of(threads, SOON); }
+PAIR(fire_x_cancel_wait)
+{
+    fire_x_cancel_wait_of(threads, 0);
+}
+PAIR(fire_x_cancel_wait_periodic)
+{
+    fire_x_cancel_wait_of(threads, SOON);
+}
 
 /* Stop begun while the callback runs: it waits for the run; a one-shot
  * completes, a periodic one is handed back. */
@@ -240,8 +246,14 @@ static void fire_x_stop_of(unsigned threads, uint64_t period)
     finish(s, h);
 }
 
-PAIR(fire_x_stop) { fire_x_stop_of(threads, 0); }
-PAIR(fire_x_stop_periodic) { fire_x_stop_of(threads, SOON); }
+PAIR(fire_x_stop)
+{
+    fire_x_stop_of(threads, 0);
+}
+PAIR(fire_x_stop_periodic)
+{
+    fire_x_stop_of(threads, SOON);
+}
 
 /* Destroy begun while the callback runs: the same, then the service is
  * gone and the handle still answers. */
@@ -445,8 +457,7 @@ static void stop_x_rearm_cb_of(unsigned threads, bool destroy)
 {
     struct tw_service *s = service_pool(TW_HIER, threads);
     struct tw_handle *h;
-    struct call st = {.op = destroy ? OP_DESTROY : OP_STOP,
-                      .back = &back};
+    struct call st = {.op = destroy ? OP_DESTROY : OP_STOP, .back = &back};
     int probes;
 
     c.act = ACT_REARM;
@@ -471,8 +482,14 @@ static void stop_x_rearm_cb_of(unsigned threads, bool destroy)
     finish(s, h);
 }
 
-PAIR(stop_x_rearm_cb) { stop_x_rearm_cb_of(threads, false); }
-PAIR(destroy_x_rearm_cb) { stop_x_rearm_cb_of(threads, true); }
+PAIR(stop_x_rearm_cb)
+{
+    stop_x_rearm_cb_of(threads, false);
+}
+PAIR(destroy_x_rearm_cb)
+{
+    stop_x_rearm_cb_of(threads, true);
+}
 
 /* ---- re-arm from another thread x the others ---------------------------- */
 
@@ -484,8 +501,8 @@ static void rearm_cancel_pending(unsigned threads, bool rearm_first,
     struct tw_handle *h = cbx_arm(s, &c, LC_HOUR, 0);
     /* Re-armed first, to half an hour: the cancel must land before it
      * runs. Cancelled first, to soon: it would run if the re-arm won. */
-    struct call r = {.op = OP_REARM, .h = h,
-                     .delay = rearm_first ? LC_HOUR / 2 : SOON};
+    struct call r = {
+        .op = OP_REARM, .h = h, .delay = rearm_first ? LC_HOUR / 2 : SOON};
     struct call k = {.op = cancel_op, .h = h};
     struct call *first = rearm_first ? &r : &k, *second = rearm_first ? &k : &r;
 
@@ -504,8 +521,14 @@ static void rearm_cancel_pending(unsigned threads, bool rearm_first,
     finish(s, cancel_op == OP_CANCEL_RELEASE ? NULL : h);
 }
 
-PAIR(rearm_other_x_cancel) { rearm_cancel_pending(threads, true, OP_CANCEL); }
-PAIR(cancel_x_rearm_other) { rearm_cancel_pending(threads, false, OP_CANCEL); }
+PAIR(rearm_other_x_cancel)
+{
+    rearm_cancel_pending(threads, true, OP_CANCEL);
+}
+PAIR(cancel_x_rearm_other)
+{
+    rearm_cancel_pending(threads, false, OP_CANCEL);
+}
 PAIR(rearm_other_x_cancel_release)
 {
     rearm_cancel_pending(threads, true, OP_CANCEL_RELEASE);
@@ -600,8 +623,8 @@ static void stop_open_then(unsigned threads, enum lc_op op, bool destroy)
 {
     struct tw_service *s = service_pool(TW_HIER, threads);
     struct tw_handle *h = cbx_arm(s, &c, LC_HOUR, 0);
-    struct call st = {.op = destroy ? OP_DESTROY : OP_STOP, .s = s,
-                      .back = &back};
+    struct call st = {
+        .op = destroy ? OP_DESTROY : OP_STOP, .s = s, .back = &back};
     struct call k = {.op = op, .h = h, .delay = SOON};
     struct tw_handle *bh;
     int probes;
@@ -623,22 +646,33 @@ static void stop_open_then(unsigned threads, enum lc_op op, bool destroy)
         cr_assert_eq(atomic_load(&back.n), op == OP_REARM);
         if (op == OP_REARM)
             cr_assert_eq(back.deadline, tw_handle_deadline(h));
-        expect(s, 2 + probes, 1, 1, probes + (op != OP_REARM),
-               op == OP_REARM);
+        expect(s, 2 + probes, 1, 1, probes + (op != OP_REARM), op == OP_REARM);
         cr_assert_eq(tw_service_destroy(s), 0);
     }
     if (op != OP_CANCEL_RELEASE)
-        cr_assert_eq(tw_handle_query(h), op == OP_REARM ? TW_HANDLE_RETURNED
-                                                        : TW_HANDLE_CANCELLED);
+        cr_assert_eq(tw_handle_query(h),
+                     op == OP_REARM ? TW_HANDLE_RETURNED : TW_HANDLE_CANCELLED);
     if (op != OP_CANCEL_RELEASE)
         tw_handle_release(h);
     tw_handle_release(bh);
 }
 
-PAIR(stop_x_rearm_other) { stop_open_then(threads, OP_REARM, false); }
-PAIR(destroy_x_rearm_other) { stop_open_then(threads, OP_REARM, true); }
-PAIR(stop_x_cancel) { stop_open_then(threads, OP_CANCEL, false); }
-PAIR(destroy_x_cancel) { stop_open_then(threads, OP_CANCEL, true); }
+PAIR(stop_x_rearm_other)
+{
+    stop_open_then(threads, OP_REARM, false);
+}
+PAIR(destroy_x_rearm_other)
+{
+    stop_open_then(threads, OP_REARM, true);
+}
+PAIR(stop_x_cancel)
+{
+    stop_open_then(threads, OP_CANCEL, false);
+}
+PAIR(destroy_x_cancel)
+{
+    stop_open_then(threads, OP_CANCEL, true);
+}
 PAIR(stop_x_cancel_release)
 {
     stop_open_then(threads, OP_CANCEL_RELEASE, false);
@@ -647,7 +681,10 @@ PAIR(destroy_x_cancel_release)
 {
     stop_open_then(threads, OP_CANCEL_RELEASE, true);
 }
-PAIR(stop_x_cancel_wait) { stop_open_then(threads, OP_CANCEL_WAIT, false); }
+PAIR(stop_x_cancel_wait)
+{
+    stop_open_then(threads, OP_CANCEL_WAIT, false);
+}
 PAIR(destroy_x_cancel_wait)
 {
     stop_open_then(threads, OP_CANCEL_WAIT, true);
@@ -668,7 +705,8 @@ PAIR(stop_then_rearm_other_and_cancel)
     finish(s, h);
 }
 
-/* ---- cancels x cancels ---------------------------------------------------- */
+/* ---- cancels x cancels ----------------------------------------------------
+ */
 
 /* Two cancels of a waiting timer from two threads: the first 1, the other
  * 0; it never runs, its hook runs once. */
@@ -755,12 +793,12 @@ PAIR(cancel_wait_x_cancel_wait_running)
  * Periodic: the wait's cancel wins (1), nothing is handed back. One-shot:
  * 0, it completes. Both return once the run is over. */
 static void stop_cancel_wait_running(unsigned threads, uint64_t period,
-                                       bool destroy)
+                                     bool destroy)
 {
     struct tw_service *s = service_pool(TW_HIER, threads);
     struct tw_handle *h = running(s, period);
-    struct call st = {.op = destroy ? OP_DESTROY : OP_STOP, .s = s,
-                      .back = &back};
+    struct call st = {
+        .op = destroy ? OP_DESTROY : OP_STOP, .s = s, .back = &back};
     struct call cw = {.op = OP_CANCEL_WAIT, .h = h, .watch = &c};
     int probes;
 

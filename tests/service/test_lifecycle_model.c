@@ -58,8 +58,8 @@ enum {
 enum { T_MAIN, T_HELPER, T_CB };
 
 static const char *const op_name[X_OPS] = {
-    "sched", "rearm-near", "rearm-far", "cancel", "cancel-release",
-    "cancel-wait", "query", "stop", "return"};
+    "sched",       "rearm-near", "rearm-far", "cancel", "cancel-release",
+    "cancel-wait", "query",      "stop",      "return"};
 static const char *const th_name[] = {"main", "helper", "callback"};
 
 /* A timer as the service sees it: its runs and its release hook. */
@@ -94,7 +94,8 @@ static struct {
 
 static struct lc_back back;
 
-/* ---- the threads' mailboxes ----------------------------------------------- */
+/* ---- the threads' mailboxes -----------------------------------------------
+ */
 
 struct box {
     atomic_int seq, done; /* a command is posted / answered */
@@ -194,7 +195,8 @@ static bool answered(struct box *b)
     return atomic_load(&b->done) == atomic_load(&b->seq);
 }
 
-/* ---- failure reports -------------------------------------------------------- */
+/* ---- failure reports --------------------------------------------------------
+ */
 
 static unsigned long long seed_used;
 /* What the steps did, over a test: calls per operation and thread; calls
@@ -208,16 +210,16 @@ static char *note(void)
     return g.trace[g.ntrace++ % 12];
 }
 
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            for (int i_ = g.ntrace > 12 ? g.ntrace - 12 : 0; i_ < g.ntrace;  \
-                 i_++)                                                       \
-                cr_log_error("  %s", g.trace[i_ % 12]);                      \
-            cr_log_error("seed %llu, sequence %d, step %d:", seed_used,      \
-                         seq_no, step_no);                                   \
-            cr_assert_fail(__VA_ARGS__);                                     \
-        }                                                                    \
+#define CHECK(cond, ...)                                                       \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            for (int i_ = g.ntrace > 12 ? g.ntrace - 12 : 0; i_ < g.ntrace;    \
+                 i_++)                                                         \
+                cr_log_error("  %s", g.trace[i_ % 12]);                        \
+            cr_log_error("seed %llu, sequence %d, step %d:", seed_used,        \
+                         seq_no, step_no);                                     \
+            cr_assert_fail(__VA_ARGS__);                                       \
+        }                                                                      \
     } while (0)
 
 static uint64_t rnd(uint64_t n)
@@ -228,7 +230,8 @@ static uint64_t rnd(uint64_t n)
     return g.rng % n;
 }
 
-/* ---- the model ---------------------------------------------------------------- */
+/* ---- the model
+ * ---------------------------------------------------------------- */
 
 static int m_cancel(struct mslot *m)
 {
@@ -264,10 +267,11 @@ static int m_rearm(struct mslot *m, bool near)
 
 static int m_query(const struct mslot *m)
 {
-    static const int q[] = {
-        [M_PENDING] = TW_HANDLE_PENDING,  [M_HELD] = TW_HANDLE_RUNNING,
-        [M_DONE] = TW_HANDLE_DONE,        [M_CANCELLED] = TW_HANDLE_CANCELLED,
-        [M_RETURNED] = TW_HANDLE_RETURNED};
+    static const int q[] = {[M_PENDING] = TW_HANDLE_PENDING,
+                            [M_HELD] = TW_HANDLE_RUNNING,
+                            [M_DONE] = TW_HANDLE_DONE,
+                            [M_CANCELLED] = TW_HANDLE_CANCELLED,
+                            [M_RETURNED] = TW_HANDLE_RETURNED};
 
     return q[m->st];
 }
@@ -328,7 +332,8 @@ static bool active(void)
     return false;
 }
 
-/* ---- the driver ------------------------------------------------------------- */
+/* ---- the driver -------------------------------------------------------------
+ */
 
 /* After each step: a timer due at once runs (unless stop has begun) and is
  * held; every timer has run exactly as often as the model says. */
@@ -460,8 +465,7 @@ static void sched(int i)
     spec.period = m->periodic ? LC_HOUR : 0;
     spec.deadline = tw_service_now(g.s) + (near ? 0 : LC_HOUR);
     snprintf(note(), sizeof(g.trace[0]), "main: sched slot %d, %s, %s", i,
-             near ? "near" : "far",
-             m->periodic ? "periodic" : "one-shot");
+             near ? "near" : "far", m->periodic ? "periodic" : "one-shot");
     if (near && !g.stopped)
         atomic_store(&due, m->t);
     rc = tw_service_submit(g.s, &spec, &h);
@@ -475,8 +479,12 @@ static void sched(int i)
     }
     CHECK(rc == 0, "schedule answered %d", rc);
     g.scheduled++;
-    *m = (struct mslot){.h = h, .t = m->t, .st = M_PENDING, .near = near,
-                        .periodic = m->periodic, .ref = true};
+    *m = (struct mslot){.h = h,
+                        .t = m->t,
+                        .st = M_PENDING,
+                        .near = near,
+                        .periodic = m->periodic,
+                        .ref = true};
 }
 
 /* One random step. */
@@ -502,8 +510,7 @@ static void step(void)
         mark_due();
         post(&cb_box, X_RETURN, NULL);
         wait_for(&m->t->returned, m->runs, "the held run");
-        if (g.helper_busy && (g.helper_op == X_STOP ||
-                              g.helper_slot == i)) {
+        if (g.helper_busy && (g.helper_op == X_STOP || g.helper_slot == i)) {
             helper_wait(NULL, false);
             helper_answered();
         }
@@ -540,8 +547,8 @@ static void step(void)
     if (op == X_CANCEL_RELEASE &&
         (th == T_CB || (g.helper_busy && g.helper_slot == i)))
         th = T_MAIN;
-    if (op == X_CANCEL_RELEASE && (!m->ref || (g.helper_busy &&
-                                               g.helper_slot == i)))
+    if (op == X_CANCEL_RELEASE &&
+        (!m->ref || (g.helper_busy && g.helper_slot == i)))
         return;
     if (op == X_REARM_NEAR && active() && i != g.held)
         op = X_REARM_FAR; /* one timer due or running at a time */
@@ -610,9 +617,9 @@ static void finish_sequence(void)
               st.returned == g.returned && st.pending == 0,
           "stats %d/%d/%d/%d/%d, the model %d/%d/%d/%d/%d (scheduled, runs, "
           "completed, cancelled, returned)",
-          (int)st.scheduled, (int)st.runs, (int)st.completed,
-          (int)st.cancelled, (int)st.returned, (int)g.scheduled, (int)g.runs,
-          (int)g.completed, (int)g.cancelled, (int)g.returned);
+          (int)st.scheduled, (int)st.runs, (int)st.completed, (int)st.cancelled,
+          (int)st.returned, (int)g.scheduled, (int)g.runs, (int)g.completed,
+          (int)g.cancelled, (int)g.returned);
     CHECK(atomic_load(&back.n) == (int)g.back_want, "handed back %d, not %d",
           atomic_load(&back.n), (int)g.back_want);
     for (int i = 0; i < SLOTS; i++)
@@ -665,17 +672,14 @@ static void model_run(enum tw_mode mode, unsigned threads, int sequences,
                 "%d stops left asleep on a run",
                 entries, during_run, slept_cw, slept_stop);
     for (int op = 0; op < X_OPS; op++)
-        cr_log_info("  %-14s main %4d  helper %4d  callback %4d",
-                    op_name[op], done_ops[op][T_MAIN], done_ops[op][T_HELPER],
+        cr_log_info("  %-14s main %4d  helper %4d  callback %4d", op_name[op],
+                    done_ops[op][T_MAIN], done_ops[op][T_HELPER],
                     done_ops[op][T_CB]);
 }
 
-/* Sequences per test: a few seconds under ThreadSanitizer on two cores. */
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-#define SEQUENCES 25
-#else
+/* Sequences per test: about a second each, also under ThreadSanitizer on
+ * two cores. */
 #define SEQUENCES 100
-#endif
 
 Test(service_lifecycle_model, worker_hier, .timeout = 120)
 {
