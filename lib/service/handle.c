@@ -11,10 +11,11 @@
  * returns 1 and no later run can start; one that finds a one-shot running
  * its last run moves it to LAST_RUN and returns 0 (no re-arm can revive
  * it); one that finds LOCKED or CANCELLING waits it out and looks again;
- * any other state returns 0. Every winning cancel passes through CANCELLING while it counts
- * itself on the service (gate.c), so the service is alive meanwhile. A re-arm takes LOCKED, writes the deadline, and stores the
- * state back with the generation bumped, so a worker that read the old
- * deadline fails its claim and reads again.
+ * any other state returns 0. Every winning cancel passes through CANCELLING
+ * while it counts itself on the service (gate.c), so the service is alive
+ * meanwhile. A re-arm takes LOCKED, writes the deadline, and stores the state
+ * back with the generation bumped, so a worker that read the old deadline fails
+ * its claim and reads again.
  *
  * Winning from PENDING means the timer may be sitting in the wheel, where
  * only the worker may unlink it. The canceller sends a message through its
