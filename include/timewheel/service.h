@@ -64,10 +64,13 @@ enum tw_period {
     TW_FIXED_DELAY = 1, /* each run is due period after the last returned */
 };
 
-/* What has become of a scheduled timer. */
+/* What has become of a scheduled timer. DONE, CANCELLED and RETURNED are
+ * final, and reached only once no run of the callback is in progress: a
+ * timer cancelled while its callback runs reads RUNNING until the run has
+ * returned (its own callback always reads RUNNING). */
 enum tw_handle_state {
     TW_HANDLE_PENDING = 0,   /* waiting for its deadline, or due and queued */
-    TW_HANDLE_RUNNING = 1,   /* its callback is running */
+    TW_HANDLE_RUNNING = 1,   /* its callback is running (cancelled or not) */
     TW_HANDLE_DONE = 2,      /* a one-shot timer whose callback has run */
     TW_HANDLE_CANCELLED = 3, /* cancelled: its callback will not run again */
     TW_HANDLE_RETURNED = 4,  /* handed back by tw_service_stop() */
@@ -229,14 +232,24 @@ TW_PUBLIC int tw_service_submit(struct tw_service *s,
 TW_PUBLIC uint64_t tw_service_now(const struct tw_service *s);
 
 /*
- * From any thread: 1 if the callback will not start again because of this
- * call (a run in progress, if any, finishes: tw_handle_cancel_wait() waits
- * for it), 0 if it had already run, is running its last run (a one-shot
- * not re-armed), was cancelled or handed back. Safe twice, and after the
- * service is destroyed. NULL: -EINVAL. The service lets go of a timer
- * cancelled while waiting (its release hook runs) within 100 ms, or, if no
- * memory could be had for the message that tells its worker, at its
- * deadline or at stop.
+ * From any thread, its own callback included. Whatever it answers, no run
+ * of the callback starts after this call (a run in progress finishes:
+ * tw_handle_cancel_wait() waits for it), and a re-arm racing it either
+ * came first (and is cancelled with the timer) or answers 0.
+ *  1  this call ended a timer that would have run again: it was waiting,
+ *     or it is running and is periodic or was re-armed during this run.
+ *  0  the callback has fired and its timer is not to run again: a
+ *     one-shot that ran, or is running without having been re-armed in
+ *     this run (its last run: it still completes, DONE, and a re-arm
+ *     from then on, from its own callback too, answers 0: a cancel wins
+ *     over the heartbeat that re-arms itself); or the timer was already
+ *     cancelled or handed back. So a one-shot never re-armed, cancelled
+ *     once and not handed back, answers 1 exactly when its callback never
+ *     runs (what an RPC time-out needs to know).
+ * Safe twice, and after the service is destroyed. NULL: -EINVAL. The
+ * service lets go of a timer cancelled while waiting (its release hook
+ * runs) within 100 ms, or, if no memory could be had for the message that
+ * tells its worker, at its deadline or at stop.
  */
 TW_PUBLIC int tw_handle_cancel(struct tw_handle *h);
 
@@ -252,9 +265,11 @@ TW_PUBLIC int tw_handle_cancel_release(struct tw_handle *h);
 
 /*
  * Cancel h and wait until its callback is not running: once this returns,
- * the callback is not running and will never start again (even if it
- * re-armed itself meanwhile). Returns 1 if a run was prevented by this call,
- * 0 if the timer had already finished (run, cancelled, handed back).
+ * the callback is not running and will never start again (a re-arm from
+ * the running callback after the cancel answers 0). Returns what the
+ * cancel answered (tw_handle_cancel()): 1 if it ended a timer that would
+ * have run again, 0 if the callback had fired (a one-shot's last run) or
+ * the timer had already been cancelled or handed back.
  * -EINVAL for NULL; -EDEADLK, doing nothing, from h's own callback (use
  * tw_handle_cancel() there). Safe after the service is destroyed. Blocks
  * while a run is in progress (on a futex, not spinning), so two callbacks
@@ -281,24 +296,27 @@ TW_PUBLIC int tw_handle_cancel_wait(struct tw_handle *h);
  *     timer's next run moves there and its later runs follow the period
  *     from it (fixed rate: the grid restarts at the new deadline).
  *  0  too late, nothing changed: the timer is done (a one-shot whose
- *     callback has run or whose last run is finishing after a cancel),
- *     cancelled or handed back.
+ *     callback has run, or whose run was cancelled before this re-arm:
+ *     tw_handle_cancel() answered 0 and the run finishes as the last),
+ *     cancelled (also while running) or handed back.
  *  -EINVAL  NULL h.
  *  -ENOMEM  a move to an earlier deadline of a waiting timer found no
  *     memory for its message: nothing changed, the timer fires at its old
  *     deadline (a later deadline never needs memory).
  * Racing a cancel, exactly one wins: either the re-arm returns 1 and the
  * cancel then cancels the re-armed timer (returning 1), or the cancel came
- * first and the re-arm returns 0. Racing stop, a re-armed timer is handed
- * back (or the re-arm returns 0 if stop got there first).
+ * first and the re-arm returns 0 (whatever the cancel answered: 0 for a
+ * one-shot whose run was in progress). Racing stop, a re-armed timer is
+ * handed back (or the re-arm returns 0 if stop got there first).
  */
 TW_PUBLIC int tw_handle_rearm(struct tw_handle *h, uint64_t delay);
 
 /* As tw_handle_rearm(), at an absolute deadline on the service's clock. */
 TW_PUBLIC int tw_handle_rearm_at(struct tw_handle *h, uint64_t deadline);
 
-/* What has become of h (a snapshot: other threads may change it at once).
- * NULL: TW_HANDLE_CANCELLED. */
+/* What has become of h (a snapshot: other threads may change it at once;
+ * see enum tw_handle_state: RUNNING while a run is in progress, cancelled
+ * or not). NULL: TW_HANDLE_CANCELLED. */
 TW_PUBLIC enum tw_handle_state tw_handle_query(const struct tw_handle *h);
 
 /* The deadline h is waiting for, or last waited for (CLOCK_MONOTONIC ns).

@@ -8,11 +8,14 @@
  * of them moves it only by compare-and-swap from the state word it read, so
  * exactly one wins. A cancel that wins PENDING -> CANCELLING, DISPATCHED ->
  * CANCELLED or a running timer that would run again -> CANCEL_RUNNING
- * returns 1 and no later run can start; a cancel that finds any other state
- * returns 0. Every winning cancel passes through CANCELLING while it counts
- * itself on the service (gate.c), so the service is alive meanwhile. A re-arm takes LOCKED, writes the deadline, and stores the
- * state back with the generation bumped, so a worker that read the old
- * deadline fails its claim and reads again.
+ * returns 1 and no later run can start; one that finds a one-shot running
+ * its last run moves it to LAST_RUN and returns 0 (no re-arm can revive
+ * it); one that finds LOCKED or CANCELLING waits it out and looks again;
+ * any other state returns 0. Every winning cancel passes through CANCELLING
+ * while it counts itself on the service (gate.c), so the service is alive
+ * meanwhile. A re-arm takes LOCKED, writes the deadline, and stores the state
+ * back with the generation bumped, so a worker that read the old deadline fails
+ * its claim and reads again.
  *
  * Winning from PENDING means the timer may be sitting in the wheel, where
  * only the worker may unlink it. The canceller sends a message through its
@@ -312,6 +315,21 @@ static void drop_caller_held(struct tw_handle *h)
     atomic_store_explicit(&h->refs, tw__fixed(h) - 1, memory_order_relaxed);
 }
 
+/*
+ * A cancel that finds a one-shot running and not re-armed (RUNNING): this
+ * run is its last, the callback has fired, so the cancel answers 0, as it
+ * does once the timer is DONE. It still takes effect: RUNNING -> LAST_RUN,
+ * in which a re-arm (from the callback itself or any thread) answers 0, so
+ * a heartbeat that re-arms itself from its callback stops there, and the
+ * runner moves LAST_RUN to DONE (worker.c, finish()). Nothing of the
+ * service is touched (no count, no message): the outcome stays "completed".
+ * False, with *w the word found, if the swap lost.
+ */
+static bool seal_last_run(struct tw_handle *h, uint32_t *w)
+{
+    return tw__handle_cas(h, w, TW__LAST_RUN, false);
+}
+
 /* tw_handle_cancel(), and with `release` the caller's reference dropped as
  * well: inside the winning move, or after a losing one. */
 /* w: the word h is thought to hold. Callers first guess the commonest,
@@ -342,8 +360,11 @@ static int cancel(struct tw_handle *h, bool release, uint32_t w)
             break;
         case TW__RUNNING: /* a periodic timer would run again */
         case TW__RUN_AGAIN:
-            if (tw__st(w) == TW__RUNNING && !tw__period(h))
-                goto lost;
+            if (tw__st(w) == TW__RUNNING && !tw__period(h)) {
+                if (seal_last_run(h, &w))
+                    goto lost;
+                break;
+            }
             if (tw__handle_cas(h, &w, TW__CANCELLING, false)) {
                 tw__gate_count_cancel(tw__svc(h)); /* the runner lets go */
                 if (release)
@@ -351,6 +372,9 @@ static int cancel(struct tw_handle *h, bool release, uint32_t w)
                 tw__handle_put(h, w, TW__CANCEL_RUNNING, false);
                 return 1;
             }
+            break;
+        case TW__LOCKED:     /* a re-arm is moving it: wait and look */
+        case TW__CANCELLING: /* another cancel: it answers 1, this 0 */
             break;
         default:
             goto lost;
@@ -425,7 +449,7 @@ static bool running(uint32_t w)
     int st = tw__st(w);
 
     return st == TW__RUNNING || st == TW__RUN_AGAIN ||
-           st == TW__CANCEL_RUNNING;
+           st == TW__CANCEL_RUNNING || st == TW__LAST_RUN;
 }
 
 /* Sleep until h's running word w changes (or a spurious wake-up), having
@@ -447,23 +471,22 @@ static void wait_change(struct tw_handle *h, uint32_t w)
 
 TW_PUBLIC int tw_handle_cancel_wait(struct tw_handle *h)
 {
-    int prevented = 0;
+    int prevented;
 
     if (!h)
         return -EINVAL;
     if (tw__running == h)
         return -EDEADLK;
+    /* Whatever the cancel answers, no run starts after it (a running
+     * one-shot is sealed: its re-arms answer 0), so the handle can only
+     * leave the running states for DONE or CANCELLED: wait for that. */
+    prevented = tw_handle_cancel(h);
     for (;;) {
-        uint32_t w;
+        uint32_t w = tw__handle_settle(h);
 
-        if (tw_handle_cancel(h) == 1)
-            prevented = 1;
-        w = tw__handle_settle(h);
-        if (running(w))
-            wait_change(h, w);
-        else if (tw__st(w) != TW__PENDING && tw__st(w) != TW__DISPATCHED)
-            return prevented; /* finished: DONE, CANCELLED or RETURNED */
-        /* else re-armed after our cancel lost to a last run: go again */
+        if (!running(w))
+            return prevented;
+        wait_change(h, w);
     }
 }
 
@@ -540,6 +563,8 @@ TW_PUBLIC enum tw_handle_state tw_handle_query(const struct tw_handle *h)
         return TW_HANDLE_PENDING;
     case TW__RUNNING:
     case TW__RUN_AGAIN:
+    case TW__CANCEL_RUNNING: /* cancelled, but this run is not over */
+    case TW__LAST_RUN:
         return TW_HANDLE_RUNNING;
     case TW__DONE:
         return TW_HANDLE_DONE;

@@ -53,7 +53,13 @@
  *   DISPATCHED --cancel--> CANCELLING --> CANCELLED
  *   RUNNING (periodic) / RUN_AGAIN --cancel--> CANCELLING --> CANCEL_RUNNING
  *                                                   --> CANCELLED on return
+ *   RUNNING (one-shot) --cancel, answering 0--> LAST_RUN --> DONE on return
  *   PENDING or DISPATCHED --stop--> RETURNED
+ *
+ * A re-arm moves only PENDING, DISPATCHED, RUNNING and RUN_AGAIN, so once
+ * a cancel has moved the word (CANCELLED, CANCEL_RUNNING, LAST_RUN) every
+ * later re-arm answers 0: a cancel wins over a callback that re-arms
+ * itself. tw_handle_query() reads the four running states as RUNNING.
  *
  * LOCKED and CANCELLING are held for a few instructions by the thread that
  * set them; everyone else waits them out (tw__handle_settle()).
@@ -136,6 +142,8 @@ enum tw__hstate {
     TW__CANCELLED,
     TW__DONE,
     TW__RETURNED,
+    TW__LAST_RUN, /* running; a one-shot cancelled while it ran (the cancel
+                     answered 0): DONE once it returns, re-arms answer 0 */
 };
 
 #define TW__ST_MASK 0xfu

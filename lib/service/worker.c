@@ -236,8 +236,9 @@ static void finish(struct tw_service *s, struct tw_handle *h)
             if (!tw__handle_cas(h, &w, TW__PENDING, true))
                 continue;
             break;
-        default: /* TW__RUNNING */
-            if (!tw__period(h)) {
+        default: /* TW__RUNNING, or TW__LAST_RUN: a one-shot sealed by a
+                  * cancel during this run, done all the same */
+            if (tw__st(w) == TW__LAST_RUN || !tw__period(h)) {
                 if (!tw__handle_cas(h, &w, TW__DONE, false))
                     continue;
                 tw__handle_wake(h, w);
