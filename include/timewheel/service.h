@@ -117,11 +117,14 @@ struct tw_service_config {
 #define TW_SERVICE_MIN_HASHED_TICK_NS UINT64_C(1000000)
 
 /* Counters of a service. scheduled == completed + cancelled + returned +
- * pending holds in every snapshot, also under load: pending is derived
- * (the timers accepted and not yet let go of, as of the snapshot) and never
- * negative. The other counters are each exact but read one after another
- * (each a sum over per-thread stripes), so a snapshot taken while threads
- * run is not one instant. */
+ * pending holds in every snapshot, also under load. Each counter is a
+ * value it held during the call, but they are read one after another (each
+ * a sum over per-thread stripes), so a snapshot taken while threads run is
+ * not one instant. pending (the timers accepted and not yet let go of) is
+ * never above what really was pending at an instant of the call, hence
+ * never above max_pending, and short of such a value by at most the timers
+ * accepted while the call read (it reads again, up to 4 times, while some
+ * were): exact when none was. scheduled is then the outcomes plus pending. */
 struct tw_service_stats {
     uint64_t scheduled; /* timers accepted (a periodic one counts once) */
     uint64_t runs;      /* callbacks started, every period counted */
@@ -312,7 +315,9 @@ TW_PUBLIC void tw_handle_release(struct tw_handle *h);
 /*
  * Stop accepting timers (later schedules fail with -ESHUTDOWN), let running
  * callbacks finish, join every thread, then call fn (if not NULL) once for
- * each timer that neither ran nor was cancelled. Returns 0; a second stop
+ * each timer that neither ran nor was cancelled. It waits only for the
+ * schedule calls already inside when it began, so it returns in bounded
+ * time however many threads keep calling. Returns 0; a second stop
  * is a no-op returning 0. -EINVAL for NULL s; -EDEADLK, doing nothing, from
  * a callback of s or from fn.
  */

@@ -724,6 +724,12 @@ static inline struct tw__stripe *tw__gate_enter(struct tw_service *s,
 {
     struct tw__stripe *st = tw__stripe_mine(s);
 
+    /* A call that sees the gate closed leaves the counts alone, so the
+     * calls stop refuses cannot keep it waiting (gate.c, "Bounded"). */
+    if (atomic_load_explicit(&s->closed, memory_order_relaxed)) {
+        *rc = -ESHUTDOWN;
+        return NULL;
+    }
     if (!tw__shared(s, st) &&
         atomic_load_explicit(&tw__asym, memory_order_relaxed)) {
         atomic_store_explicit(&st->inside, 1, memory_order_relaxed);
