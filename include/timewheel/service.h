@@ -52,7 +52,11 @@ typedef void tw_service_callback(struct tw_handle *h, void *arg);
  * (see struct tw_timer_spec). */
 typedef void tw_release_fn(void *arg);
 
-/* What a fixed-rate timer does when a stall made it miss periods. */
+/* What a fixed-rate timer does when a stall made it miss periods. Periods
+ * count as missed only from the schedule: a timer scheduled with a first
+ * deadline in the past starts at the last point of its grid at or before
+ * the call, at once, and follows the grid from there (so deadline 0 runs
+ * once, not once per period since the clock's origin). */
 enum tw_catchup {
     TW_CATCHUP_SKIP = 0, /* run once, late, then resume on the period grid */
     TW_CATCHUP_ALL = 1,  /* run once for every missed period, back to back */

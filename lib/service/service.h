@@ -774,6 +774,26 @@ static inline bool tw__stopping(const struct tw_service *s)
     return atomic_load_explicit(&s->closed, memory_order_relaxed);
 }
 
+/* Where a periodic timer due at `deadline` starts. TW_CATCHUP_ALL counts a
+ * fixed-rate timer's missed periods from when it was scheduled: the periods
+ * before were never missed, as nothing was scheduled then, so a deadline in
+ * the past moves to the last point of its grid at or before now, and runs
+ * at once (timewheel/service.h, enum tw_catchup). Without this, deadline 0
+ * with a 10 ms period ran 149,166 runs back to back at 25 min of uptime
+ * (issue 22). Reads the clock only for such a timer. */
+static inline uint64_t tw__catchup_start(enum tw_catchup c, uint64_t deadline,
+                                         uint64_t period, enum tw_period kind)
+{
+    uint64_t now;
+
+    if (c != TW_CATCHUP_ALL || kind != TW_FIXED_RATE || !period)
+        return deadline;
+    now = tw__svc_clock();
+    if (deadline >= now)
+        return deadline;
+    return deadline + (now - deadline) / period * period;
+}
+
 /* callbacks.c: the index of cb in s's table, inline when cb sits at its
  * first slot (the common case); 0 if the table has no room for it. */
 #define TW__CB_PROBE 16 /* slots a callback may take, from its first */

@@ -72,15 +72,22 @@ static void *caller(void *arg)
     return NULL;
 }
 
-/* Wait until every caller has called (or give up, as wait_for() does, but
- * without leaving the callers running on a struct that is going away). */
-static bool all_calling(struct crowd *c, unsigned n)
+/* Callers that must be calling before stop: beyond the 64 stripes, so
+ * that several share the last one. Not all of them: on a loaded 2-core
+ * machine the last of 128 threads made its first call seconds after the
+ * first ones. */
+#define CALLING 72
+
+/* Wait until `want` callers have called (or give up, as wait_for() does,
+ * but without leaving the callers running on a struct that is going
+ * away). */
+static bool calling_at_least(struct crowd *c, int want)
 {
     uint64_t give_up = now_ns() + CROWD_NS / 2;
 
-    while (atomic_load(&c->calling) < (int)n && now_ns() < give_up)
+    while (atomic_load(&c->calling) < want && now_ns() < give_up)
         sleep_ns(MS);
-    return atomic_load(&c->calling) == (int)n;
+    return atomic_load(&c->calling) >= want;
 }
 
 /* Start n callers on s, stop s while they call, and check how long stop
@@ -91,13 +98,14 @@ static void stop_under_crowd(struct tw_service *s, unsigned n)
     pthread_t *t = calloc(n, sizeof(*t));
     struct tw_service_stats st;
     uint64_t t0, took;
+    int want = n < CALLING ? (int)n : CALLING;
     bool calling;
 
     cr_assert_not_null(t);
     for (unsigned i = 0; i < n; i++)
         cr_assert_eq(pthread_create(&t[i], NULL, caller, &c), 0);
     atomic_store(&c.go, true);
-    calling = all_calling(&c, n);
+    calling = calling_at_least(&c, want);
     sleep_ns(20 * MS);
     t0 = now_ns();
     cr_assert_eq(tw_service_stop(s, NULL, NULL), 0);
@@ -107,7 +115,8 @@ static void stop_under_crowd(struct tw_service *s, unsigned n)
     for (unsigned i = 0; i < n; i++)
         pthread_join(t[i], NULL);
     free(t);
-    cr_assert(calling, "%d of %u callers called", atomic_load(&c.calling), n);
+    cr_assert(calling, "%d of %u callers called, %d wanted",
+              atomic_load(&c.calling), n, want);
     cr_assert_lt(took, STOP_BOUND_NS,
                  "stop took %.3f s with %u threads calling",
                  (double)took / SEC, n);
