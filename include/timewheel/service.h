@@ -98,6 +98,12 @@ enum tw_handle_state {
  *                    not caught up with the schedules queued to it for
  *                    longer than this, schedules are refused with -EAGAIN,
  *                    so lateness cannot grow without bound. 0: never.
+ *                    An accepted timer is then late by at most about
+ *                    max_lag_ns plus one turn of the worker, which under a
+ *                    flood takes 0.1-0.2 s on a 2-core machine (up to 2x a
+ *                    max_lag_ns of 100 ms, 1.1x the default), and a
+ *                    producer that retries may be refused for several
+ *                    max_lag_ns in a row (docs/service.md, "Overload").
  */
 struct tw_service_config {
     enum tw_mode mode;
