@@ -30,8 +30,8 @@
 
 struct crowd {
     struct tw_service *s;
-    atomic_bool go;      /* every caller is started */
     atomic_int calling;  /* callers that have made their first call */
+    atomic_bool go;      /* every caller has: call without pause */
     atomic_bool quit;    /* the test is done with them */
     uint64_t give_up;    /* when they stop by themselves */
     atomic_ulong refused; /* -ESHUTDOWN answers */
@@ -44,50 +44,48 @@ static void nop_cb(struct tw_handle *h, void *arg)
     (void)arg;
 }
 
-/* Schedule without pause (an hour out: stop hands them back) until told
- * or until give_up; -EAGAIN (max_pending) and -ESHUTDOWN are expected. */
+static void count(struct crowd *c, int rc)
+{
+    if (rc == -ESHUTDOWN)
+        atomic_fetch_add_explicit(&c->refused, 1, memory_order_relaxed);
+    else if (rc && rc != -EAGAIN)
+        atomic_fetch_add_explicit(&c->odd, 1, memory_order_relaxed);
+}
+
+/* Make a first call, then, once every caller has, schedule without pause
+ * (an hour out: stop hands them back) until told or until give_up; -EAGAIN
+ * (max_pending) and -ESHUTDOWN are expected. The first call comes before
+ * the crowd is busy because it allocates (the thread's rings, and the
+ * allocator's own state for the thread, behind a lock of jemalloc's):
+ * made while 128 threads ran without pause, such a lock's holder waited
+ * seconds for a processor, and the callers queued behind it inside the
+ * gate held stop for as long (9 s). That is the allocator under a crowd,
+ * not the gate, which this test is about. */
 static void *caller(void *arg)
 {
     struct crowd *c = arg;
-    bool counted = false;
 
-    while (!atomic_load(&c->go)) /* until every caller exists */
+    count(c, tw_service_schedule(c->s, HOUR, nop_cb, NULL, NULL));
+    atomic_fetch_add(&c->calling, 1);
+    while (!atomic_load(&c->go))
         sleep_ns(MS);
     while (!atomic_load_explicit(&c->quit, memory_order_relaxed) &&
-           now_ns() < c->give_up) {
-        for (int i = 0; i < 16; i++) {
-            int rc = tw_service_schedule(c->s, HOUR, nop_cb, NULL, NULL);
-
-            if (rc == -ESHUTDOWN)
-                atomic_fetch_add_explicit(&c->refused, 1,
-                                          memory_order_relaxed);
-            else if (rc && rc != -EAGAIN)
-                atomic_fetch_add_explicit(&c->odd, 1, memory_order_relaxed);
-            if (!counted) {
-                atomic_fetch_add(&c->calling, 1);
-                counted = true;
-            }
-        }
-    }
+           now_ns() < c->give_up)
+        for (int i = 0; i < 16; i++)
+            count(c, tw_service_schedule(c->s, HOUR, nop_cb, NULL, NULL));
     return NULL;
 }
 
-/* Callers that must be calling before stop: beyond the 64 stripes, so
- * that several share the last one. Not all of them: on a loaded 2-core
- * machine the last of 128 threads made its first call seconds after the
- * first ones. */
-#define CALLING 72
-
-/* Wait until `want` callers have called (or give up, as wait_for() does,
- * but without leaving the callers running on a struct that is going
- * away). */
-static bool calling_at_least(struct crowd *c, int want)
+/* Wait until the n callers have made their first call (or give up, as
+ * wait_for() does, but without leaving the callers running on a struct
+ * that is going away). */
+static bool all_called(struct crowd *c, unsigned n)
 {
     uint64_t give_up = now_ns() + CROWD_NS / 2;
 
-    while (atomic_load(&c->calling) < want && now_ns() < give_up)
+    while (atomic_load(&c->calling) < (int)n && now_ns() < give_up)
         sleep_ns(MS);
-    return atomic_load(&c->calling) >= want;
+    return atomic_load(&c->calling) == (int)n;
 }
 
 /* Start n callers on s, stop s while they call, and check how long stop
@@ -98,15 +96,14 @@ static void stop_under_crowd(struct tw_service *s, unsigned n)
     pthread_t *t = calloc(n, sizeof(*t));
     struct tw_service_stats st;
     uint64_t t0, took;
-    int want = n < CALLING ? (int)n : CALLING;
     bool calling;
 
     cr_assert_not_null(t);
     for (unsigned i = 0; i < n; i++)
         cr_assert_eq(pthread_create(&t[i], NULL, caller, &c), 0);
+    calling = all_called(&c, n);
     atomic_store(&c.go, true);
-    calling = calling_at_least(&c, want);
-    sleep_ns(20 * MS);
+    sleep_ns(50 * MS);
     t0 = now_ns();
     cr_assert_eq(tw_service_stop(s, NULL, NULL), 0);
     took = now_ns() - t0;
@@ -115,8 +112,7 @@ static void stop_under_crowd(struct tw_service *s, unsigned n)
     for (unsigned i = 0; i < n; i++)
         pthread_join(t[i], NULL);
     free(t);
-    cr_assert(calling, "%d of %u callers called, %d wanted",
-              atomic_load(&c.calling), n, want);
+    cr_assert(calling, "%d of %u callers called", atomic_load(&c.calling), n);
     cr_assert_lt(took, STOP_BOUND_NS,
                  "stop took %.3f s with %u threads calling",
                  (double)took / SEC, n);
