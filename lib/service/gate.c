@@ -57,7 +57,10 @@
  * cannot read an older value than the one that refused it, so each thread
  * delays stop by at most the call it was in when the gate closed: the time
  * for every caller to have one more turn on a processor (service_gate
- * tests). The look costs the schedule one load of a line it reads anyway.
+ * tests). The look costs the schedule one load of a line it reads anyway:
+ * 41.0 -> 42.0 instructions per call in tw_service_submit() itself under
+ * callgrind (svcbench --n 100000 --warmup 0 --impl hier schedule, 200,005
+ * calls; 255.0 -> 256.7 with what it calls).
  *
  * Back-pressure, two bounds, both answered with -EAGAIN:
  *  - max_pending (default TW_SERVICE_DEFAULT_MAX_PENDING): slots are taken

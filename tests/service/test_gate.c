@@ -4,7 +4,8 @@
  * included (issue 22, defect 4). Threads beyond the 64 per-thread stripes
  * share one gate count; before the fix a refused call still bumped it, and
  * stop, which waits for an instant when it reads 0, did not return while
- * a crowd called without pause (10.5 s: until the callers stopped).
+ * a crowd called without pause (issue 22: 10.5 s, until the callers
+ * stopped).
  *
  * The callers here stop by themselves after CROWD_NS, so that a gate that
  * starves stop makes the test fail on its bound rather than hang: on
