@@ -52,7 +52,11 @@ typedef void tw_service_callback(struct tw_handle *h, void *arg);
  * (see struct tw_timer_spec). */
 typedef void tw_release_fn(void *arg);
 
-/* What a fixed-rate timer does when a stall made it miss periods. */
+/* What a fixed-rate timer does when a stall made it miss periods. Periods
+ * count as missed only from the schedule: a timer scheduled with a first
+ * deadline in the past starts at the last point of its grid at or before
+ * the call, at once, and follows the grid from there (so deadline 0 runs
+ * once, not once per period since the clock's origin). */
 enum tw_catchup {
     TW_CATCHUP_SKIP = 0, /* run once, late, then resume on the period grid */
     TW_CATCHUP_ALL = 1,  /* run once for every missed period, back to back */
@@ -97,6 +101,12 @@ enum tw_handle_state {
  *                    not caught up with the schedules queued to it for
  *                    longer than this, schedules are refused with -EAGAIN,
  *                    so lateness cannot grow without bound. 0: never.
+ *                    An accepted timer is then late by at most about
+ *                    max_lag_ns plus one turn of the worker, which under a
+ *                    flood takes 0.1-0.2 s on a 2-core machine (up to 2x a
+ *                    max_lag_ns of 100 ms, 1.1x the default), and a
+ *                    producer that retries may be refused for several
+ *                    max_lag_ns in a row (docs/service.md, "Overload").
  */
 struct tw_service_config {
     enum tw_mode mode;
@@ -120,11 +130,14 @@ struct tw_service_config {
 #define TW_SERVICE_MIN_HASHED_TICK_NS UINT64_C(1000000)
 
 /* Counters of a service. scheduled == completed + cancelled + returned +
- * pending holds in every snapshot, also under load: pending is derived
- * (the timers accepted and not yet let go of, as of the snapshot) and never
- * negative. The other counters are each exact but read one after another
- * (each a sum over per-thread stripes), so a snapshot taken while threads
- * run is not one instant. */
+ * pending holds in every snapshot, also under load. Each counter is a
+ * value it held during the call, but they are read one after another (each
+ * a sum over per-thread stripes), so a snapshot taken while threads run is
+ * not one instant. pending (the timers accepted and not yet let go of) is
+ * never above what really was pending at an instant of the call, hence
+ * never above max_pending, and short of such a value by at most the timers
+ * accepted while the call read (it reads again, up to 4 times, while some
+ * were): exact when none was. scheduled is then the outcomes plus pending. */
 struct tw_service_stats {
     uint64_t scheduled; /* timers accepted (a periodic one counts once) */
     uint64_t runs;      /* callbacks started, every period counted */
@@ -330,7 +343,9 @@ TW_PUBLIC void tw_handle_release(struct tw_handle *h);
 /*
  * Stop accepting timers (later schedules fail with -ESHUTDOWN), let running
  * callbacks finish, join every thread, then call fn (if not NULL) once for
- * each timer that neither ran nor was cancelled. Returns 0; a second stop
+ * each timer that neither ran nor was cancelled. It waits only for the
+ * schedule calls already inside when it began, so it returns in bounded
+ * time however many threads keep calling. Returns 0; a second stop
  * is a no-op returning 0. -EINVAL for NULL s; -EDEADLK, doing nothing, from
  * a callback of s or from fn.
  */

@@ -44,6 +44,24 @@
  * store buffer, waits 10 ms (store buffers drain in nanoseconds) before
  * it looks: the one case where the gate rests on timing.
  *
+ * Bounded. Stop waits only for calls that entered before they could see
+ * `closed`: a call looks at `closed` before it marks itself inside, and a
+ * refused call marks nothing. Before that rule the calls stop refused kept
+ * the shared stripe's count above 0 (threads beyond the 64 stripes share
+ * it), and stop waited for an instant when it read 0: with 100 threads
+ * calling without pause it did not return until they stopped (issue 22).
+ * Owned stripes had the milder form: a refused call holds its stripe at 1
+ * for a few instructions, and under ThreadSanitizer, where those take
+ * long, stop caught one stripe after another at 1 with its owner
+ * preempted (4.6 s with 72 threads). A thread's later loads of `closed`
+ * cannot read an older value than the one that refused it, so each thread
+ * delays stop by at most the call it was in when the gate closed: the time
+ * for every caller to have one more turn on a processor (service_gate
+ * tests). The look costs the schedule one load of a line it reads anyway:
+ * 41.0 -> 42.0 instructions per call in tw_service_submit() itself under
+ * callgrind (svcbench --n 100000 --warmup 0 --impl hier schedule, 200,005
+ * calls; 255.0 -> 256.7 with what it calls).
+ *
  * Back-pressure, two bounds, both answered with -EAGAIN:
  *  - max_pending (default TW_SERVICE_DEFAULT_MAX_PENDING): slots are taken
  *    from a shared pool `avail` TW__CREDIT_CHUNK at a time into the
@@ -62,18 +80,35 @@
  * Stats. Each outcome is counted (a release store or add) only after the
  * `accepted` count of its timer (which happened before the push that handed
  * the timer, or its handle, to anyone): completed and returned when the
- * service lets go of the timer, cancelled when a cancel wins. Stats reads
- * every stripe's outcome counters first (acquire) and the `accepted`
- * counters last, so it sees every acceptance behind the outcomes it
- * counted, and pending = scheduled - completed - cancelled - returned is
- * never negative: the identity holds in every snapshot, under any load.
+ * service lets go of the timer, cancelled when a cancel wins. Each counter
+ * is a sum over stripes, read one stripe after another, so a sum is a value
+ * its counter held at some instant of the read, but two sums are not of
+ * one instant. pending is what needs an instant: it was read as accepted
+ * minus the outcomes, outcomes first, and every timer accepted and let go
+ * of between the two reads was counted as pending: with max_pending 1000
+ * and two flooding producers, samples read 1,937 (issue 22: 26,154;
+ * service_stats/pending_is_a_number_that_was_pending). So stats
+ * reads `accepted` (A1), then the outcomes (O), then `accepted` again (A2),
+ * and reports pending = max(A1 - O, 0). With P(t) the real pending at t
+ * (accepted minus let go of, as counted), and O read from t1 to t2:
+ * A1 <= A(t1) and O >= O(t1), so the answer is at most P(t1), a value that
+ * really was pending (never above max_pending); and A2 - O >= P(t2), and P
+ * moves by steps of one, so some instant between t1 and t2 had a P between
+ * the answer and A2 - O: the answer is short of a real value by at most
+ * A2 - A1, the timers accepted while it read the outcomes, and exact when
+ * none was. It reads up to STATS_TRIES times while some were, and keeps the
+ * read with the fewest. scheduled is reported as the outcomes plus pending
+ * (max(A1, O), a value `accepted` held during the call), so that
+ * scheduled == completed + cancelled + returned + pending in every
+ * snapshot.
  */
 #define _DEFAULT_SOURCE 1
 
 #include <errno.h>
 #include <linux/membarrier.h>
-#include <sched.h>
+#include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "service.h"
@@ -189,7 +224,19 @@ bool tw__gate_membarrier(void)
     return false;
 }
 
-/* Close the gate and wait for the schedule calls inside to leave. */
+/* How long stop sleeps between looks at a stripe with a call inside. A
+ * sleep, not sched_yield(): among a hundred busy threads a yield gave the
+ * processor away for 100-200 ms at a time, while a thread woken from a
+ * short sleep is soon run again (test service_gate/
+ * stop_returns_while_128_threads_schedule at a load average of 30: the
+ * gate's wait went from 0.5-1.5 s to 0.1-0.9 s, each look that found a
+ * call inside costing 100-200 ms with the yield). */
+#define GATE_POLL_NS 50000
+
+/* Close the gate and wait for the schedule calls inside to leave. Only
+ * calls that entered before they could see `closed` count (a refused one
+ * never bumps a shared count), so the wait ends once each of them has had
+ * a turn on a processor, however many threads keep calling. */
 void tw__gate_close(struct tw_service *s)
 {
     atomic_store_explicit(&s->closed, true, memory_order_seq_cst);
@@ -202,7 +249,7 @@ void tw__gate_close(struct tw_service *s)
     for (unsigned i = 0; i <= TW__STRIPES; i++)
         while (atomic_load_explicit(&s->stripes[i].inside,
                                     memory_order_acquire))
-            sched_yield();
+            nanosleep(&(struct timespec){.tv_nsec = GATE_POLL_NS}, NULL);
 }
 
 static int refuse(struct tw_service *s, struct tw__stripe *st)
@@ -266,32 +313,62 @@ void tw__gate_let_go(struct tw_service *s, bool completed)
         atomic_fetch_add_explicit(&s->avail, 1, memory_order_relaxed);
 }
 
-static uint64_t sum(struct tw_service *s, size_t off, memory_order mo)
+/* The timers accepted on every stripe. */
+static uint64_t accepted(struct tw_service *s)
 {
     uint64_t n = 0;
 
     for (unsigned i = 0; i <= TW__STRIPES; i++)
-        n += atomic_load_explicit(
-            (atomic_uint_fast64_t *)((char *)&s->stripes[i] + off), mo);
+        n += atomic_load_explicit(&s->stripes[i].accepted,
+                                  memory_order_acquire);
     return n;
 }
+
+/* Every stripe's outcome counters (and runs, rejected) into out, in one
+ * pass: acquire, so every acceptance behind an outcome is visible to a
+ * later read of `accepted`. */
+static void outcomes(struct tw_service *s, struct tw_service_stats *out)
+{
+    const memory_order acq = memory_order_acquire;
+
+    memset(out, 0, sizeof(*out));
+    for (unsigned i = 0; i <= TW__STRIPES; i++) {
+        struct tw__stripe *st = &s->stripes[i];
+
+        out->cancelled += atomic_load_explicit(&st->cancelled, acq);
+        out->completed += atomic_load_explicit(&st->completed, acq);
+        out->returned += atomic_load_explicit(&st->returned, acq);
+        out->runs += atomic_load_explicit(&st->runs, memory_order_relaxed);
+        out->rejected +=
+            atomic_load_explicit(&st->rejected, memory_order_relaxed);
+    }
+}
+
+/* Reads of the counters a snapshot may take to find one during which no
+ * timer was accepted (then pending is exact; see the top, "Stats"). */
+#define STATS_TRIES 4
 
 TW_PUBLIC int tw_service_stats(struct tw_service *s,
                                struct tw_service_stats *out)
 {
-    const memory_order acq = memory_order_acquire;
+    uint64_t spread = UINT64_MAX;
 
     if (!s || !out)
         return -EINVAL;
-    out->cancelled = sum(s, offsetof(struct tw__stripe, cancelled), acq);
-    out->completed = sum(s, offsetof(struct tw__stripe, completed), acq);
-    out->returned = sum(s, offsetof(struct tw__stripe, returned), acq);
-    out->runs = sum(s, offsetof(struct tw__stripe, runs), acq);
-    out->wakeups = atomic_load_explicit(&s->wakeups, acq);
-    out->scheduled = sum(s, offsetof(struct tw__stripe, accepted), acq);
-    out->rejected = sum(s, offsetof(struct tw__stripe, rejected),
-                        memory_order_relaxed);
-    out->pending =
-        out->scheduled - (out->completed + out->cancelled + out->returned);
+    for (int k = 0; k < STATS_TRIES && spread; k++) {
+        struct tw_service_stats r;
+        uint64_t before = accepted(s), done, after;
+
+        outcomes(s, &r);
+        after = accepted(s);
+        if (after - before >= spread)
+            continue;
+        spread = after - before;
+        done = r.completed + r.cancelled + r.returned;
+        r.pending = before > done ? before - done : 0;
+        r.scheduled = done + r.pending;
+        *out = r;
+    }
+    out->wakeups = atomic_load_explicit(&s->wakeups, memory_order_relaxed);
     return 0;
 }

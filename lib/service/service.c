@@ -186,6 +186,7 @@ TW_PUBLIC int tw_service_submit(struct tw_service *s,
                                 const struct tw_timer_spec *spec,
                                 struct tw_handle **out)
 {
+    struct tw_timer_spec periodic;
     struct tw__stripe *st;
     int rc;
 
@@ -195,6 +196,12 @@ TW_PUBLIC int tw_service_submit(struct tw_service *s,
         (spec->period && spec->kind != TW_FIXED_RATE &&
          spec->kind != TW_FIXED_DELAY))
         return -EINVAL;
+    if (spec->period) {
+        periodic = *spec;
+        periodic.deadline = tw__catchup_start(s->catchup, spec->deadline,
+                                              spec->period, spec->kind);
+        spec = &periodic;
+    }
     st = tw__gate_enter(s, &rc);
     if (!st)
         return rc;

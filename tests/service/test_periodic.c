@@ -187,6 +187,74 @@ Test(service_periodic, catchup_all_runs_every_missed_period)
     cr_assert_lt(r.deadline[3], r.end[1]);
 }
 
+/*
+ * TW_CATCHUP_ALL counts missed periods from the schedule, not from a
+ * deadline long past (issue 22, item 9): deadline 0 with a 10 ms period ran
+ * 149,166 runs back to back at an uptime of 25 min. Here the deadline is
+ * 1000 periods and 3 ms before the schedule: the first run is at once, due
+ * at the last point of the grid before the call (3 ms back), and the next
+ * ones follow on that grid from there, so 150 ms later about 16 have run,
+ * not the 1000 that 103bd1b ran back to back (it stops counting at NRUN).
+ */
+Test(service_periodic, catchup_all_counts_from_the_schedule)
+{
+    struct tw_service *s = make(0, TW_CATCHUP_ALL);
+    static struct runs r;
+    const uint64_t period = 10 * MS;
+    uint64_t t0 = now_ns();
+    struct tw_timer_spec spec = {
+        .deadline = t0 - 1000 * period - 3 * MS,
+        .period = period,
+        .kind = TW_FIXED_RATE,
+        .cb = run_cb,
+        .arg = &r,
+    };
+    struct tw_handle *h;
+    int n;
+
+    cr_assert_eq(tw_service_submit(s, &spec, &h), 0);
+    cr_assert(wait_runs(&r, 1));
+    sleep_ns(150 * MS);
+    cr_assert_eq(tw_handle_cancel_wait(h), 1);
+    tw_handle_release(h);
+    n = atomic_load(&r.n);
+    /* 150 ms is 15 periods; a loaded machine may run fewer, never more. */
+    cr_assert_leq(n, 20, "%d runs: periods before the schedule were run", n);
+    cr_assert_geq(r.deadline[0], spec.deadline);
+    cr_assert_leq(r.deadline[0], t0, "the first run was not due at once");
+    cr_assert_gt(r.deadline[0] + period, t0, "not the grid's last point");
+    cr_assert_eq((r.deadline[0] - spec.deadline) % period, 0);
+    for (int k = 1; k < n; k++)
+        cr_assert_eq(r.deadline[k] - r.deadline[k - 1], period);
+    never_early(&r, n);
+    tw_service_destroy(s);
+}
+
+/* The same for a deadline 0 (the clock's origin), as the issue had it. */
+Test(service_periodic, catchup_all_from_the_origin_runs_once_at_once)
+{
+    struct tw_service *s = make(0, TW_CATCHUP_ALL);
+    static struct runs r;
+    struct tw_handle *h;
+    uint64_t t0 = now_ns();
+    struct tw_timer_spec spec = {
+        .deadline = 0,
+        .period = 10 * MS,
+        .kind = TW_FIXED_RATE,
+        .cb = run_cb,
+        .arg = &r,
+    };
+
+    cr_assert_eq(tw_service_submit(s, &spec, &h), 0);
+    cr_assert(wait_runs(&r, 1));
+    sleep_ns(50 * MS);
+    cr_assert_eq(tw_handle_cancel_wait(h), 1);
+    tw_handle_release(h);
+    cr_assert_leq(atomic_load(&r.n), 10, "%d runs", atomic_load(&r.n));
+    cr_assert_gt(r.deadline[0] + 10 * MS, t0);
+    tw_service_destroy(s);
+}
+
 /* A callback that cancels its own periodic timer gets 1 and never runs
  * again; the service counts the timer as cancelled. */
 Test(service_periodic, cancel_from_own_callback)
