@@ -91,8 +91,7 @@ int64_t tw_purgatory_stop(struct tw_purgatory *p, tw_delayed_handback_fn *fn,
         return -EINVAL;
     if (tw__p_in_try(p) || tw__p_in_handback(p, true))
         return -EDEADLK;
-    if (atomic_compare_exchange_strong(&p->stop_state, &expect,
-                                       TW__P_STOPPING))
+    if (atomic_compare_exchange_strong(&p->stop_state, &expect, TW__P_STOPPING))
         return run_stop(p, fn, ctx);
     /* Another stop is working (on another thread): wait for it. */
     while (atomic_load(&p->stop_state) != TW__P_STOPPED)

@@ -21,8 +21,8 @@
  * their watch, the 500 ms one at once.
  */
 #define _GNU_SOURCE /* accept4, SOCK_NONBLOCK */
-#include <criterion/criterion.h>
 #include <arpa/inet.h>
+#include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -187,8 +187,10 @@ static void outcomes_are_exact(struct world *wd, int64_t handed_back,
             cr_assert_eq(tw_delayed_state(&r->op), TW_DELAYED_CANCELLED);
         }
         if (r->arms)
-            cr_assert_eq(r->disarms, r->arms, "request %d: disarm once per "
-                                              "arm", i);
+            cr_assert_eq(r->disarms, r->arms,
+                         "request %d: disarm once per "
+                         "arm",
+                         i);
     }
     cr_assert_eq(handed, handed_back);
     cr_assert_eq(tw_purgatory_stats(wd->p, &st), 0);
@@ -277,9 +279,8 @@ static int random_script(struct step *s, int n, uint64_t seed)
                              .type = (seed >> 8) % 10 < 6 ? 'W' : 'E',
                              .key = (unsigned char)((seed >> 16) % NKEYS)};
         if (s[i].type == 'W')
-            s[i].timeout_ms = (seed >> 24) % 8 == 0
-                                  ? NEVER_MS
-                                  : timeouts[(seed >> 32) % 5];
+            s[i].timeout_ms =
+                (seed >> 24) % 8 == 0 ? NEVER_MS : timeouts[(seed >> 32) % 5];
     }
     /* The last request is never answered: stop hands it back. */
     s[n - 1] = (struct step){.type = 'W', .timeout_ms = NEVER_MS};
@@ -550,7 +551,9 @@ Test(purgatory_compose, timeout_counts_from_the_watch_after_a_sleep)
      * first request's timer) before the second, 600 ms (nothing pending
      * after the second expired) before the third. */
     static const struct step s[] = {
-        {80, 'W', 0, 100}, {99, 'W', 1, 100}, {600, 'W', 2, 500},
+        {80, 'W', 0, 100},
+        {99, 'W', 1, 100},
+        {600, 'W', 2, 500},
         {0, 'E', 3, 0}, /* nobody watches key 3: a check that completes none */
         {700, 'Q', 0, 0}};
     struct tw_wheel *w = loop_wheel(&wd);
