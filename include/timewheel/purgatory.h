@@ -177,7 +177,7 @@ struct tw_purgatory_config {
 TW_PUBLIC uint64_t tw_purgatory_monotonic(void *ctx);
 
 /* Counters; watched == completed + expired + cancelled + returned +
- * watching whenever no call is in progress (always, once stopped). */
+ * watching whenever no call is in progress. */
 struct tw_purgatory_stats {
     uint64_t watched;    /* operations accepted by watch (completed at once
                             included) */

@@ -140,12 +140,19 @@ struct tw_purgatory {
  * the closed bit before it writes, so once stop has closed the gate a
  * refused call never touches the count that stop waits to see fall to
  * zero (a thread can bump it at most once more, if it read the bit just
- * before the close): stop is not held up by the calls it refuses.
+ * before the close): stop is not held up by the calls it refuses. Watch
+ * passes the gate only after its first try failed, when it is about to
+ * make a record visible: a watch that completes at once never holds stop.
  */
+static inline bool tw__p_gate_closed(const struct tw_purgatory *p)
+{
+    return atomic_load_explicit(&p->gate, memory_order_relaxed) &
+           TW__P_GATE_CLOSED;
+}
+
 static inline bool tw__p_gate_enter(struct tw_purgatory *p)
 {
-    if (atomic_load_explicit(&p->gate, memory_order_relaxed) &
-        TW__P_GATE_CLOSED)
+    if (tw__p_gate_closed(p))
         return false;
     if (!p->threaded)
         return true;

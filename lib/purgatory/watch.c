@@ -149,7 +149,9 @@ static int link_and_arm(struct tw__pwatch *w, const struct tw_key *keys,
     return rc;
 }
 
-/* The first try, before the purgatory knows op. */
+/* The first try, before the purgatory knows op. Outside the gate: it
+ * adds nothing that stop would have to hand back, so stop need not wait
+ * for it (nor for the caller's try_complete in it). */
 static bool at_once(struct tw_purgatory *p, struct tw_delayed *op)
 {
     if (!tw__p_call_try(p, op))
@@ -158,9 +160,14 @@ static bool at_once(struct tw_purgatory *p, struct tw_delayed *op)
     tw__p_count(p, &p->at_once);
     tw__p_count(p, &p->completed);
     __atomic_store_n(&op->state, TW_DELAYED_COMPLETED, __ATOMIC_RELEASE);
-    tw__p_gate_leave(p);
     op->on_complete(op, op->arg);
     return true;
+}
+
+static int refuse(struct tw_delayed *op)
+{
+    give_back_op(op);
+    return -ESHUTDOWN;
 }
 
 int tw_purgatory_watch(struct tw_purgatory *p, struct tw_delayed *op,
@@ -175,12 +182,13 @@ int tw_purgatory_watch(struct tw_purgatory *p, struct tw_delayed *op,
         rc = take_op(p, op);
     if (rc < 0)
         return rc;
-    if (!tw__p_gate_enter(p)) {
-        give_back_op(op);
-        return -ESHUTDOWN;
-    }
+    if (tw__p_gate_closed(p))
+        return refuse(op);
     if (at_once(p, op))
         return 1;
+    /* From here on the record is visible to stop: pass the gate. */
+    if (!tw__p_gate_enter(p))
+        return refuse(op);
     w = record_new(p, op, nkeys);
     rc = w ? link_and_arm(w, keys, hash, timeout_ns) : -ENOMEM;
     if (rc < 0) {
