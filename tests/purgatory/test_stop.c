@@ -204,25 +204,8 @@ Test(purgatory_stop, destroy_on_another_thread_waits_for_a_running_stop)
 
 /* ---- stop against a crowd of refused watches ---- */
 
-/* 100 callers, as the issue measured. Under TSan every atomic
- * read-modify-write takes a lock of TSan's own, and a caller preempted
- * holding one (the purgatory's counters are shared) stalls the others:
- * with 100 spinning callers on 2 cores the watches already inside the
- * gate then need seconds to leave, whatever the gate does. TSan runs the
- * same test with fewer callers. */
-#if defined(__SANITIZE_THREAD__)
-#define CROWD 16
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define CROWD 16
-#endif
-#endif
-#ifndef CROWD
+/* 100 callers, as the issue measured. */
 #define CROWD 100
-#endif
-/* The callers give up on their own this long after stop began, so that a
- * stop starved by them ends (and the test fails) instead of hanging; and
- * this long after they began if stop never does. */
 #define CROWD_RUN (8 * SEC)
 #define CROWD_CAP (30 * SEC)
 /* Generous for a loaded 2-core machine: the callers complete at once,
