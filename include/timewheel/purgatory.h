@@ -267,7 +267,8 @@ TW_PUBLIC int64_t tw_purgatory_cancel_key(struct tw_purgatory *p,
  * hand every watched operation to fn(op, ctx) (state TW_DELAYED_CANCELLED)
  * with its timeout cancelled; with a NULL fn they are only detached.
  * Returns how many. Stop returns in bounded time however many threads keep
- * calling watch: a refused watch does not hold it up. A second stop (on
+ * calling watch: neither a refused watch nor one that completes at once
+ * holds it up, only those setting up a record it must hand back. A second stop (on
  * any thread) waits until the first has handed everything back, then
  * returns 0. -EINVAL for NULL p; -EDEADLK, doing nothing, from a
  * try_complete of p or from a hand-back function of p's own stop (the stop

@@ -13,7 +13,9 @@
  * (tw__p_gate_enter()), so after the close only watches already inside,
  * and at most one straggler per thread that read the bit just before it
  * was set, move the count; stop waits for those and for nothing else,
- * however many threads keep calling.
+ * however many threads keep calling. Watch enters only after its first
+ * try failed (watch.c), so the watches inside are those making a record
+ * visible, which stop must see to hand it back.
  *
  * One stop: stop_state goes RUNNING -> STOPPING -> STOPPED, and the stop
  * that moved it to STOPPING is the one that works. Any other stop waits
