@@ -26,12 +26,17 @@
  *    From its first instruction the operation belongs to the caller again:
  *    it may be freed, or initialised and watched anew.
  *  Neither on_expire nor on_complete runs while the purgatory holds a lock;
- *  both may call any purgatory function.
+ *  both may call any purgatory function, tw_purgatory_destroy() included.
+ *  A hand-back function (tw_delayed_handback_fn) may call any function
+ *  but destroy p (and, from stop's, stop p): those are -EDEADLK.
  *
  * Three ways to run the timeouts (struct tw_purgatory_config):
  *  - over a core wheel that the caller drives (an event loop): every call,
  *    and tw_advance() of that wheel, from one thread; timeouts expire inside
- *    tw_advance().
+ *    tw_advance(). The configuration must then give the loop's clock (now):
+ *    watch reads it and counts the timeout from that reading, never from
+ *    the wheel's last advance, which in a loop that handles I/O before it
+ *    advances is the time before the loop went to sleep.
  *  - over a timer of the caller's (struct tw_purgatory_timer), one thread:
  *    the caller reports each fired timeout with tw_purgatory_expire().
  *  - over a service: any thread may watch, check and cancel; timeouts expire
@@ -134,11 +139,24 @@ struct tw_purgatory_timer {
     void *ctx;
 };
 
+/* The clock of the loop that drives a core wheel: the time now, in ns, on
+ * the clock the wheel is advanced with (ctx is cfg.now_ctx). */
+typedef uint64_t tw_purgatory_now_fn(void *ctx);
+
 /*
  * How to build a purgatory: exactly one of wheel, service and timer.
  *  wheel    a core wheel the caller drives; the purgatory is then used
- *           from that one thread only. Timeouts are relative to tw_now().
- *  service  a service (any thread; timeouts relative to CLOCK_MONOTONIC).
+ *           from that one thread only. Needs now.
+ *  now      with wheel, and only with it: the loop's clock. Watch reads it
+ *           once (when it arms a timeout) and schedules the timeout at the
+ *           later of that reading and tw_now(wheel), plus timeout_ns, so a
+ *           timeout never counts from before the watch. For a wheel
+ *           advanced with CLOCK_MONOTONIC readings (docs/embedding.md),
+ *           tw_purgatory_monotonic; a virtual clock (a simulation) passes
+ *           its own.
+ *  now_ctx  passed to now.
+ *  service  a service (any thread; timeouts counted from tw_service_now(),
+ *           read by watch).
  *  timer    the caller's own timer (copied; one thread, as a wheel).
  *  shards   watch-list shards (locks), 0 for the default; rounded up to a
  *           power of two, at most TW_PURGATORY_MAX_SHARDS.
@@ -150,10 +168,16 @@ struct tw_purgatory_config {
     struct tw_service *service;
     const struct tw_purgatory_timer *timer;
     unsigned shards;
+    tw_purgatory_now_fn *now;
+    void *now_ctx;
 };
 
+/* A now function for cfg.now: CLOCK_MONOTONIC in ns (ctx ignored), the
+ * clock of the loop recipe (tw_loop_clock(CLOCK_MONOTONIC, ...)). */
+TW_PUBLIC uint64_t tw_purgatory_monotonic(void *ctx);
+
 /* Counters; watched == completed + expired + cancelled + returned +
- * watching whenever no call is in progress (always, once stopped). */
+ * watching whenever no call is in progress. */
 struct tw_purgatory_stats {
     uint64_t watched;    /* operations accepted by watch (completed at once
                             included) */
@@ -166,13 +190,15 @@ struct tw_purgatory_stats {
     uint64_t keys;       /* distinct keys with at least one watcher */
 };
 
-/* Fill cfg with: no wheel, no service, the default shards. NULL: no-op. */
+/* Fill cfg with: no wheel, no service, no timer, no now, the default
+ * shards. NULL: no-op. */
 TW_PUBLIC void tw_purgatory_config_init(struct tw_purgatory_config *cfg);
 
 /*
  * Create a purgatory. Returns NULL on failure and stores in err (when not
  * NULL) -EINVAL (NULL cfg, not exactly one of wheel, service and timer, a
- * timer without arm or disarm, too many shards) or -ENOMEM; 0 on success.
+ * wheel without now or now without a wheel, a timer without arm or disarm,
+ * too many shards) or -ENOMEM; 0 on success.
  */
 TW_PUBLIC struct tw_purgatory *
 tw_purgatory_create(const struct tw_purgatory_config *cfg, int *err);
@@ -190,7 +216,9 @@ TW_PUBLIC enum tw_delayed_state tw_delayed_state(const struct tw_delayed *op);
 
 /*
  * Try to complete op at once; otherwise watch it on each of its nkeys keys,
- * arm its timeout (timeout_ns from now, saturating) and try once more, so
+ * arm its timeout (timeout_ns from now, saturating: now is a clock reading
+ * taken during the call, cfg.now over a wheel, tw_service_now() over a
+ * service, the caller's arm over its timer) and try once more, so
  * that an event between the first try and the watch is not missed. Returns
  * 1 if op completed during the call (on_complete has run), 0 if it is
  * watched, or, changing nothing and leaving op idle:
@@ -227,6 +255,7 @@ TW_PUBLIC int64_t tw_purgatory_check(struct tw_purgatory *p, const void *key,
  * Returns how many, or -EINVAL (NULL p, key or fn, len 0), -E2BIG,
  * -EDEADLK (from a try_complete of p). Waits for try_complete calls of
  * those operations running on other threads (see the lock order above).
+ * fn may call any function of p but tw_purgatory_destroy() (-EDEADLK).
  */
 TW_PUBLIC int64_t tw_purgatory_cancel_key(struct tw_purgatory *p,
                                           const void *key, size_t len,
@@ -234,17 +263,27 @@ TW_PUBLIC int64_t tw_purgatory_cancel_key(struct tw_purgatory *p,
                                           void *ctx);
 
 /*
- * Refuse later watches (-ESHUTDOWN), wait for calls in progress, then hand
- * every watched operation to fn(op, ctx) (state TW_DELAYED_CANCELLED) with
- * its timeout cancelled; with a NULL fn they are only detached. Returns how
- * many; a second stop returns 0. -EINVAL for NULL p; -EDEADLK from a
- * try_complete of p.
+ * Refuse later watches (-ESHUTDOWN), wait for watches in progress, then
+ * hand every watched operation to fn(op, ctx) (state TW_DELAYED_CANCELLED)
+ * with its timeout cancelled; with a NULL fn they are only detached.
+ * Returns how many. Stop returns in bounded time however many threads keep
+ * calling watch: neither a refused watch nor one that completes at once
+ * holds it up, only those setting up a record it must hand back. A second stop (on
+ * any thread) waits until the first has handed everything back, then
+ * returns 0. -EINVAL for NULL p; -EDEADLK, doing nothing, from a
+ * try_complete of p or from a hand-back function of p's own stop (the stop
+ * in progress cannot wait for itself). fn may call any function of p but
+ * tw_purgatory_stop() and tw_purgatory_destroy() (-EDEADLK): destroy p
+ * after stop has returned.
  */
 TW_PUBLIC int64_t tw_purgatory_stop(struct tw_purgatory *p,
                                     tw_delayed_handback_fn *fn, void *ctx);
 
-/* Stop p (detaching what stop would hand back) and free it. NULL: 0.
- * -EDEADLK, doing nothing, from a try_complete of p. */
+/* Stop p (detaching what stop would hand back; a stop running on another
+ * thread is waited for) and free it. NULL: 0. -EDEADLK, doing nothing,
+ * from a try_complete of p or a hand-back function of p (of its stop or
+ * its cancel_key, which still use p after fn returns). No other call on p
+ * may run or follow. */
 TW_PUBLIC int tw_purgatory_destroy(struct tw_purgatory *p);
 
 /*

@@ -144,6 +144,7 @@ int64_t tw_purgatory_cancel_key(struct tw_purgatory *p, const void *key,
 {
     uint64_t hash;
     struct tw__pshard *sh;
+    struct tw__pframe f;
     int64_t n = 0;
     bool busy = true;
     int rc = args_ok(p, key, len);
@@ -154,6 +155,7 @@ int64_t tw_purgatory_cancel_key(struct tw_purgatory *p, const void *key,
         return rc;
     hash = tw__p_hash(key, len);
     sh = tw__p_shard(p, hash);
+    tw__p_frame_push(&f, p, false); /* fn must not destroy p under us */
     while (busy) {
         struct tw__pwatch *claimed = NULL;
         struct tw__pkey *k;
@@ -167,6 +169,7 @@ int64_t tw_purgatory_cancel_key(struct tw_purgatory *p, const void *key,
         if (busy && !claimed)
             sched_yield();
     }
+    tw__p_frame_pop(&f);
     return n;
 }
 

@@ -65,6 +65,8 @@ static int config_ok(const struct tw_purgatory_config *cfg)
 {
     if (!cfg || !!cfg->wheel + !!cfg->service + !!cfg->timer != 1)
         return -EINVAL;
+    if (!cfg->wheel != !cfg->now) /* a wheel needs the loop's clock */
+        return -EINVAL;
     if (cfg->timer && (!cfg->timer->arm || !cfg->timer->disarm))
         return -EINVAL;
     return cfg->shards > TW_PURGATORY_MAX_SHARDS ? -EINVAL : 0;
@@ -80,6 +82,8 @@ static struct tw_purgatory *create(const struct tw_purgatory_config *cfg)
         return NULL;
     memset(p, 0, sizeof(*p));
     p->wheel = cfg->wheel;
+    p->now = cfg->now;
+    p->now_ctx = cfg->now_ctx;
     p->svc = cfg->service;
     p->threaded = cfg->service != NULL;
     if (cfg->timer)
@@ -100,6 +104,11 @@ static struct tw_purgatory *create(const struct tw_purgatory_config *cfg)
     return p;
 }
 
+void tw__p_free(struct tw_purgatory *p)
+{
+    free_shards(p, p->nshards);
+}
+
 struct tw_purgatory *tw_purgatory_create(const struct tw_purgatory_config *cfg,
                                          int *err)
 {
@@ -113,36 +122,6 @@ struct tw_purgatory *tw_purgatory_create(const struct tw_purgatory_config *cfg,
     if (err)
         *err = rc;
     return p;
-}
-
-int64_t tw_purgatory_stop(struct tw_purgatory *p, tw_delayed_handback_fn *fn,
-                          void *ctx)
-{
-    int64_t n = 0;
-
-    if (!p)
-        return -EINVAL;
-    if (tw__p_in_try(p))
-        return -EDEADLK;
-    if (atomic_exchange(&p->stopped, true))
-        return 0;
-    atomic_fetch_or(&p->gate, TW__P_GATE_CLOSED);
-    while (atomic_load(&p->gate) != TW__P_GATE_CLOSED)
-        sched_yield(); /* a watch is still inside */
-    for (unsigned i = 0; i < p->nshards; i++)
-        n += tw__p_stop_shard(p, &p->shards[i], fn, ctx);
-    return n;
-}
-
-int tw_purgatory_destroy(struct tw_purgatory *p)
-{
-    if (!p)
-        return 0;
-    if (tw__p_in_try(p))
-        return -EDEADLK;
-    tw_purgatory_stop(p, NULL, NULL);
-    free_shards(p, p->nshards);
-    return 0;
 }
 
 int tw_purgatory_stats(struct tw_purgatory *p, struct tw_purgatory_stats *out)

@@ -1,7 +1,8 @@
 /*
  * The purgatory: the objects shared by its files. Never installed.
  *
- *   purgatory.c  create, stop, destroy, stats, the gate, the in-try marker
+ *   purgatory.c  create, free, stats, the in-try marker
+ *   stop.c       the gate, stop, destroy, the hand-back frames
  *   keys.c       the sharded hash tables of keys and their watch lists
  *   watch.c      tw_purgatory_watch(), tw_delayed_init() and state
  *   owner.c      the ownership protocol: try, settle, detach, deliver
@@ -112,18 +113,61 @@ struct tw__pwatch {
  * progress, this bit says stop has begun. */
 #define TW__P_GATE_CLOSED (UINT64_C(1) << 63)
 
+/* Where stop is: stop_state goes RUNNING -> STOPPING (one stop won) ->
+ * STOPPED (it has handed everything back and no longer touches p). */
+#define TW__P_RUNNING 0
+#define TW__P_STOPPING 1
+#define TW__P_STOPPED 2
+
 struct tw_purgatory {
     bool threaded;          /* over a service (else one thread) */
     struct tw_wheel *wheel; /* exactly one of wheel, svc and timer */
+    tw_purgatory_now_fn *now; /* with wheel: the loop's clock */
+    void *now_ctx;
     struct tw_service *svc;
     struct tw_purgatory_timer timer; /* arm NULL: not this one */
     unsigned nshards; /* a power of two */
     struct tw__pshard *shards;
     _Atomic uint64_t gate;
-    atomic_bool stopped; /* a second stop returns 0 */
+    atomic_int stop_state; /* TW__P_RUNNING, _STOPPING, _STOPPED */
     _Atomic uint64_t watched, at_once, completed, expired, cancelled,
         returned;
 };
+
+/*
+ * The gate, inline for watch. With one thread no stop can run during a
+ * watch: only the closed bit matters. Over a service a refused watch reads
+ * the closed bit before it writes, so once stop has closed the gate a
+ * refused call never touches the count that stop waits to see fall to
+ * zero (a thread can bump it at most once more, if it read the bit just
+ * before the close): stop is not held up by the calls it refuses. Watch
+ * passes the gate only after its first try failed, when it is about to
+ * make a record visible: a watch that completes at once never holds stop.
+ */
+static inline bool tw__p_gate_closed(const struct tw_purgatory *p)
+{
+    return atomic_load_explicit(&p->gate, memory_order_relaxed) &
+           TW__P_GATE_CLOSED;
+}
+
+static inline bool tw__p_gate_enter(struct tw_purgatory *p)
+{
+    if (tw__p_gate_closed(p))
+        return false;
+    if (!p->threaded)
+        return true;
+    if (atomic_fetch_add(&p->gate, 1) & TW__P_GATE_CLOSED) {
+        atomic_fetch_sub(&p->gate, 1);
+        return false;
+    }
+    return true;
+}
+
+static inline void tw__p_gate_leave(struct tw_purgatory *p)
+{
+    if (p->threaded)
+        atomic_fetch_sub(&p->gate, 1);
+}
 
 /*
  * Compare-and-swap of a record's state word. Over a service it is atomic;
@@ -172,10 +216,30 @@ static inline bool tw__p_call_try(struct tw_purgatory *p,
     tw__p_trying = outer;
     return yes;
 }
+
 /* The usual check of a key argument: 0, -EINVAL or -E2BIG. */
 int tw__p_key_ok(const void *bytes, size_t len);
 /* Count one on a counter of p. */
 void tw__p_count(const struct tw_purgatory *p, _Atomic uint64_t *c);
+/* Free p's shards and p (destroy, once p is stopped). */
+void tw__p_free(struct tw_purgatory *p);
+
+/* ---- stop.c ---- */
+/* A hand-back in progress on this thread: stop and cancel_key push one
+ * (on their stack) around the hand-back functions they call, so that a
+ * call from inside one that would free p (destroy) or wait for itself
+ * (stop from stop's) is refused with -EDEADLK. */
+struct tw__pframe {
+    const struct tw_purgatory *p;
+    bool stop; /* pushed by stop (else by cancel_key) */
+    struct tw__pframe *up;
+};
+void tw__p_frame_push(struct tw__pframe *f, const struct tw_purgatory *p,
+                      bool stop);
+void tw__p_frame_pop(const struct tw__pframe *f);
+/* Whether this thread is inside a hand-back of p (of its stop only, when
+ * stop_only). */
+bool tw__p_in_handback(const struct tw_purgatory *p, bool stop_only);
 
 /* ---- keys.c ---- */
 uint64_t tw__p_hash(const void *bytes, size_t len);

@@ -5,8 +5,13 @@
  * tw_purgatory_expire(), on the one thread that uses the purgatory.
  *
  * Over a core wheel the record embeds a struct tw_timer: arming is
- * tw_schedule_after(), cancelling tw_cancel(), and the expiry runs inside
- * the caller's tw_advance(), on the one thread that uses the purgatory.
+ * tw_schedule() at the loop's clock reading (cfg.now, read here, held at
+ * no earlier than tw_now()) plus the timeout, cancelling tw_cancel(), and
+ * the expiry runs inside the caller's tw_advance(), on the one thread that
+ * uses the purgatory. Not tw_schedule_after(): that counts from the
+ * wheel's last advance, which in a loop that handles I/O before it
+ * advances is the time before the loop slept (the loop layer's
+ * tw_loop_schedule_after() takes a reading for the same reason).
  *
  * Over a service the record keeps the handle that tw_service_submit()
  * returns. The timer callback may run on the worker or an executor thread
@@ -22,8 +27,19 @@
  * callback is running.
  */
 #include <errno.h>
+#include <time.h>
 
 #include "purgatory.h"
+
+uint64_t tw_purgatory_monotonic(void *ctx)
+{
+    struct timespec ts;
+
+    (void)ctx;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0 || ts.tv_sec < 0)
+        return 0; /* cannot happen on Linux; 0 counts from tw_now() */
+    return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+}
 
 /* A WATCHING record is claimed; an owned one is left a note. Returns
  * whether this call claimed it. */
@@ -89,8 +105,12 @@ int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns)
     int rc;
 
     if (p->wheel) {
+        uint64_t now = p->now(p->now_ctx), wheel_now = tw_now(p->wheel);
+
         tw_timer_init(&w->to.timer, on_core_timer, w);
-        return tw_schedule_after(p->wheel, &w->to.timer, timeout_ns);
+        return tw_schedule(p->wheel, &w->to.timer,
+                           add_sat(now > wheel_now ? now : wheel_now,
+                                   timeout_ns));
     }
     if (p->timer.arm)
         return p->timer.arm(p->timer.ctx, w->op, timeout_ns);

@@ -93,26 +93,6 @@ static void give_back_op(struct tw_delayed *op)
     __atomic_store_n(&op->state, TW_DELAYED_IDLE, __ATOMIC_RELEASE);
 }
 
-/* With one thread no stop can run during a watch: only the closed bit
- * matters. */
-static bool gate_enter(struct tw_purgatory *p)
-{
-    if (!p->threaded)
-        return !(atomic_load_explicit(&p->gate, memory_order_relaxed) &
-                 TW__P_GATE_CLOSED);
-    if (atomic_fetch_add(&p->gate, 1) & TW__P_GATE_CLOSED) {
-        atomic_fetch_sub(&p->gate, 1);
-        return false;
-    }
-    return true;
-}
-
-static void gate_leave(struct tw_purgatory *p)
-{
-    if (p->threaded)
-        atomic_fetch_sub(&p->gate, 1);
-}
-
 static struct tw__pwatch *record_new(struct tw_purgatory *p,
                                      struct tw_delayed *op, size_t n)
 {
@@ -169,7 +149,9 @@ static int link_and_arm(struct tw__pwatch *w, const struct tw_key *keys,
     return rc;
 }
 
-/* The first try, before the purgatory knows op. */
+/* The first try, before the purgatory knows op. Outside the gate: it
+ * adds nothing that stop would have to hand back, so stop need not wait
+ * for it (nor for the caller's try_complete in it). */
 static bool at_once(struct tw_purgatory *p, struct tw_delayed *op)
 {
     if (!tw__p_call_try(p, op))
@@ -178,9 +160,14 @@ static bool at_once(struct tw_purgatory *p, struct tw_delayed *op)
     tw__p_count(p, &p->at_once);
     tw__p_count(p, &p->completed);
     __atomic_store_n(&op->state, TW_DELAYED_COMPLETED, __ATOMIC_RELEASE);
-    gate_leave(p);
     op->on_complete(op, op->arg);
     return true;
+}
+
+static int refuse(struct tw_delayed *op)
+{
+    give_back_op(op);
+    return -ESHUTDOWN;
 }
 
 int tw_purgatory_watch(struct tw_purgatory *p, struct tw_delayed *op,
@@ -195,30 +182,31 @@ int tw_purgatory_watch(struct tw_purgatory *p, struct tw_delayed *op,
         rc = take_op(p, op);
     if (rc < 0)
         return rc;
-    if (!gate_enter(p)) {
-        give_back_op(op);
-        return -ESHUTDOWN;
-    }
+    if (tw__p_gate_closed(p))
+        return refuse(op);
     if (at_once(p, op))
         return 1;
+    /* From here on the record is visible to stop: pass the gate. */
+    if (!tw__p_gate_enter(p))
+        return refuse(op);
     w = record_new(p, op, nkeys);
     rc = w ? link_and_arm(w, keys, hash, timeout_ns) : -ENOMEM;
     if (rc < 0) {
         give_back_op(op);
-        gate_leave(p);
+        tw__p_gate_leave(p);
         return rc;
     }
     op->watch = w;
     tw__p_count(p, &p->watched);
     if (!tw__p_own_try(w)) {
-        gate_leave(p);
+        tw__p_gate_leave(p);
         return 0;
     }
     if (w->outcome == TW_DELAYED_COMPLETED)
         tw__p_count(p, &p->at_once);
     rc = w->outcome == TW_DELAYED_COMPLETED;
     tw__p_detach(w);
-    gate_leave(p);
+    tw__p_gate_leave(p);
     tw__p_deliver(w, NULL, NULL);
     return rc;
 }

@@ -86,6 +86,13 @@ static inline struct tw_key pkey(const char *s)
     return (struct tw_key){s, strlen(s)};
 }
 
+/* A virtual clock for a purgatory over a wheel that the tests advance by
+ * hand: the wheel's own time is the time (cfg.now, ctx the wheel). */
+static inline uint64_t wheel_clock(void *ctx)
+{
+    return tw_now(ctx);
+}
+
 static inline struct tw_purgatory *purgatory_on_wheel(struct tw_wheel *w)
 {
     struct tw_purgatory_config cfg;
@@ -94,6 +101,8 @@ static inline struct tw_purgatory *purgatory_on_wheel(struct tw_wheel *w)
 
     tw_purgatory_config_init(&cfg);
     cfg.wheel = w;
+    cfg.now = wheel_clock;
+    cfg.now_ctx = w;
     p = tw_purgatory_create(&cfg, &err);
     cr_assert(p && err == 0, "purgatory create: %d", err);
     return p;

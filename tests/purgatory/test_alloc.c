@@ -116,6 +116,8 @@ Test(purgatory_alloc, create_fails_cleanly_at_every_allocation)
 
             tw_purgatory_config_init(&cfg);
             cfg.wheel = w;
+            cfg.now = wheel_clock;
+            cfg.now_ctx = w;
             p = tw_purgatory_create(&cfg, &err);
         }
         if (!p) {
@@ -140,6 +142,8 @@ static struct tw_purgatory *full_table(struct tw_wheel *w, struct preq *fill)
 
     tw_purgatory_config_init(&cfg);
     cfg.wheel = w;
+    cfg.now = wheel_clock;
+    cfg.now_ctx = w;
     cfg.shards = 1;
     p = tw_purgatory_create(&cfg, NULL);
     cr_assert_not_null(p);

@@ -319,6 +319,11 @@ Test(purgatory_badinput, other_null_arguments)
     cr_assert_null(tw_purgatory_create(&cfg, &err), "both");
     cr_assert_eq(err, -EINVAL);
     cfg.service = NULL;
+    err = 0;
+    cr_assert_null(tw_purgatory_create(&cfg, &err), "a wheel without now");
+    cr_assert_eq(err, -EINVAL);
+    cfg.now = wheel_clock;
+    cfg.now_ctx = wheel;
     cfg.shards = TW_PURGATORY_MAX_SHARDS + 1;
     cr_assert_null(tw_purgatory_create(&cfg, NULL));
     cfg.shards = 3; /* rounded up to 4 */
@@ -341,4 +346,34 @@ Test(purgatory_badinput, timeouts_zero_and_huge)
     cr_assert_eq(r[1].completes, 0);
     atomic_store(&r[1].ready, true);
     cr_assert_eq(tw_purgatory_check(purg, "k", 1), 1);
+}
+
+/* Over a core wheel the loop's clock is required, and only there: a wheel
+ * alone would count timeouts from its last advance (issue 22, defect 1). */
+Test(purgatory_badinput, a_wheel_needs_the_loops_clock)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct tw_service *s = default_service(TW_HIER);
+    struct tw_purgatory_config cfg;
+    struct tw_purgatory *p;
+    int err = 0;
+
+    tw_purgatory_config_init(&cfg);
+    cr_assert_null(cfg.now, "no clock by default");
+    cfg.wheel = w;
+    cr_assert_null(tw_purgatory_create(&cfg, &err));
+    cr_assert_eq(err, -EINVAL, "a wheel without now");
+    cfg.wheel = NULL;
+    cfg.service = s;
+    cfg.now = tw_purgatory_monotonic;
+    err = 0;
+    cr_assert_null(tw_purgatory_create(&cfg, &err));
+    cr_assert_eq(err, -EINVAL, "now with a service");
+    cfg.service = NULL;
+    cfg.wheel = w;
+    p = tw_purgatory_create(&cfg, &err);
+    cr_assert(p && err == 0, "a wheel with now: %d", err);
+    cr_assert_eq(tw_purgatory_destroy(p), 0);
+    cr_assert_eq(tw_service_destroy(s), 0);
+    cr_assert_eq(tw_destroy(w), 0);
 }

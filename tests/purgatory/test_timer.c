@@ -92,6 +92,8 @@ Test(purgatory_timer, bad_input)
     cr_assert_null(tw_purgatory_create(&cfg, NULL), "no disarm");
     cfg.wheel = w;
     cfg.timer = NULL;
+    cfg.now = wheel_clock;
+    cfg.now_ctx = w;
     other = tw_purgatory_create(&cfg, NULL);
     cr_assert_not_null(other);
     preq_init(&r, p);
