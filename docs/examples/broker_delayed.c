@@ -26,7 +26,6 @@
 
 #include <timewheel/store.h>
 
-#define MS UINT64_C(1000000)
 #define MESSAGES 6
 
 static atomic_int acked_producers, published, early;
@@ -88,7 +87,7 @@ static int produce(struct tw_store *s, uint64_t first_offset, int n)
 {
     for (int i = 0; i < n; i++) {
         uint64_t offset = first_offset + (uint64_t)i;
-        uint64_t delay = (uint64_t)(100 + 50 * i) * MS;
+        uint64_t delay = tw_msec((uint64_t)(100 + 50 * i));
         int rc = tw_store_schedule_after(s, delay, &offset, sizeof offset,
                                          producer_ack, NULL, NULL);
 

@@ -36,7 +36,6 @@
 #include <timewheel/loop.h>
 #include <unistd.h>
 
-#define MS UINT64_C(1000000)
 #define MAX_EVENTS 256
 
 struct server {
@@ -224,7 +223,7 @@ static void server_init(struct server *s, int port, long lifetime_s)
     tw_timer_init(&s->stop, on_stop, NULL);
     if (lifetime_s > 0)
         tw_loop_schedule_after(s->w, &s->stop, s->now,
-                               (uint64_t)lifetime_s * 1000 * MS);
+                               tw_sec((uint64_t)lifetime_s));
 }
 
 /* The loop of docs/embedding.md. */
@@ -253,7 +252,7 @@ static void run(struct server *s)
 
 int main(int argc, char **argv)
 {
-    struct server s = {.idle = 2000 * MS, .request = 1000 * MS};
+    struct server s = {.idle = 2 * TW_NSEC_PER_SEC, .request = TW_NSEC_PER_SEC};
     struct sigaction sa = {.sa_handler = on_signal};
     struct rlimit rl;
     long lifetime = 0;
@@ -263,9 +262,9 @@ int main(int argc, char **argv)
         if (opt == 'p')
             port = atoi(optarg);
         else if (opt == 'i')
-            s.idle = strtoull(optarg, NULL, 10) * MS;
+            s.idle = tw_msec(strtoull(optarg, NULL, 10));
         else if (opt == 'r')
-            s.request = strtoull(optarg, NULL, 10) * MS;
+            s.request = tw_msec(strtoull(optarg, NULL, 10));
         else if (opt == 't')
             lifetime = atol(optarg);
         else

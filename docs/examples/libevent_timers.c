@@ -23,7 +23,6 @@
 #include <time.h>
 #include <timewheel/loop.h>
 
-#define MS UINT64_C(1000000)
 #define TIMERS 4
 
 struct app {
@@ -98,10 +97,10 @@ int main(void)
     now = now_ns();
     for (int i = 0; i < TIMERS; i++) {
         tw_timer_init(&a.t[i], on_timer, &a);
-        tw_loop_schedule_after(a.w, &a.t[i], now, after_ms[i] * MS);
+        tw_loop_schedule_after(a.w, &a.t[i], now, tw_msec(after_ms[i]));
     }
     /* Timer 3 moves from 40 ms to 5 ms: the driver must be aimed again. */
-    tw_loop_rearm_after(a.w, &a.t[3], now_ns(), 5 * MS);
+    tw_loop_rearm_after(a.w, &a.t[3], now_ns(), tw_msec(5));
     aim(&a);
     event_base_dispatch(a.base);
     event_free(a.driver);

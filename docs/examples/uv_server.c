@@ -30,7 +30,6 @@
 #include <unistd.h>
 #include <uv.h>
 
-#define MS UINT64_C(1000000)
 
 struct server {
     uv_loop_t *loop;
@@ -179,7 +178,7 @@ static void on_driver(uv_timer_t *t)
 static void on_aim(uv_prepare_t *p)
 {
     struct server *s = p->data;
-    int ms = tw_loop_timeout_ms(s->w, uv_now(s->loop) * MS);
+    int ms = tw_loop_timeout_ms(s->w, uv_now(s->loop) * TW_NSEC_PER_MSEC);
 
     if (ms < 0)
         uv_timer_stop(&s->driver);
@@ -267,10 +266,10 @@ static void server_init(struct server *s, int port, long lifetime_s)
     tw_timer_init(&s->stop, on_stop, s);
     if (lifetime_s > 0)
         tw_loop_schedule_after(s->w, &s->stop, uv_hrtime(),
-                               (uint64_t)lifetime_s * 1000 * MS);
+                               tw_sec((uint64_t)lifetime_s));
 }
 
-static struct server srv = {.idle = 2000 * MS, .request = 1000 * MS};
+static struct server srv = {.idle = 2 * TW_NSEC_PER_SEC, .request = TW_NSEC_PER_SEC};
 
 int main(int argc, char **argv)
 {
@@ -282,9 +281,9 @@ int main(int argc, char **argv)
         if (opt == 'p')
             port = atoi(optarg);
         else if (opt == 'i')
-            srv.idle = strtoull(optarg, NULL, 10) * MS;
+            srv.idle = tw_msec(strtoull(optarg, NULL, 10));
         else if (opt == 'r')
-            srv.request = strtoull(optarg, NULL, 10) * MS;
+            srv.request = tw_msec(strtoull(optarg, NULL, 10));
         else if (opt == 't')
             lifetime = atol(optarg);
         else

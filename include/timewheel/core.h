@@ -186,6 +186,42 @@ struct tw_allocator {
     void *ctx;
 };
 
+/* ---- units ------------------------------------------------------------- */
+
+/*
+ * Every time in the library is a count of nanoseconds in a uint64_t: a
+ * deadline, a delay, a period, a tick. A bare 2000 is 2 us, not 2 s. The
+ * constants (the kernel's NSEC_PER_MSEC and its kin) work in constant
+ * expressions; the functions convert a count of a larger unit, saturating
+ * at UINT64_MAX (never), as every deadline in the library does.
+ */
+#define TW_NSEC_PER_USEC UINT64_C(1000)
+#define TW_NSEC_PER_MSEC UINT64_C(1000000)
+#define TW_NSEC_PER_SEC UINT64_C(1000000000)
+
+static inline uint64_t tw__units(uint64_t n, uint64_t ns_per_unit)
+{
+    return n > UINT64_MAX / ns_per_unit ? UINT64_MAX : n * ns_per_unit;
+}
+
+/* us microseconds in ns. */
+static inline uint64_t tw_usec(uint64_t us)
+{
+    return tw__units(us, TW_NSEC_PER_USEC);
+}
+
+/* ms milliseconds in ns. */
+static inline uint64_t tw_msec(uint64_t ms)
+{
+    return tw__units(ms, TW_NSEC_PER_MSEC);
+}
+
+/* s seconds in ns. */
+static inline uint64_t tw_sec(uint64_t s)
+{
+    return tw__units(s, TW_NSEC_PER_SEC);
+}
+
 /* ---- version and errors ------------------------------------------------ */
 
 /* TW_VERSION_HEX of the library actually linked. */
@@ -283,7 +319,14 @@ TW_PUBLIC void tw_timer_init(struct tw_timer *t, tw_callback *cb, void *arg);
 TW_PUBLIC int tw_schedule(struct tw_wheel *w, struct tw_timer *t,
                           uint64_t deadline);
 
-/* tw_schedule() at the wheel's current time + delay, saturating. */
+/*
+ * tw_schedule() at the wheel's current time + delay, saturating. The
+ * wheel's time is that of its last advance, which is right for a virtual
+ * clock and wrong in an event loop that handles I/O before it advances:
+ * there the last advance was before the loop slept, and a timeout set
+ * after the wake-up would fire early by the time slept. In a loop, take a
+ * clock reading: tw_loop_schedule_after() (timewheel/loop.h) does.
+ */
 TW_PUBLIC int tw_schedule_after(struct tw_wheel *w, struct tw_timer *t,
                                 uint64_t delay);
 
@@ -297,7 +340,9 @@ TW_PUBLIC int tw_schedule_after(struct tw_wheel *w, struct tw_timer *t,
 TW_PUBLIC int tw_rearm(struct tw_wheel *w, struct tw_timer *t,
                        uint64_t deadline);
 
-/* tw_rearm() at the wheel's current time + delay, saturating. */
+/* tw_rearm() at the wheel's current time + delay, saturating; counted
+ * from the last advance, as tw_schedule_after() is: in an event loop use
+ * tw_loop_rearm_after() (timewheel/loop.h). */
 TW_PUBLIC int tw_rearm_after(struct tw_wheel *w, struct tw_timer *t,
                              uint64_t delay);
 

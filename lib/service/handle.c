@@ -530,6 +530,10 @@ TW_PUBLIC int tw_handle_rearm_at(struct tw_handle *h, uint64_t deadline)
             return 0;
         if (!tw__handle_cas(h, &w, TW__LOCKED, false))
             continue;
+        /* A fixed-rate grid restarted in the past under TW_CATCHUP_ALL
+         * starts at its last point before now, as at submit. */
+        deadline = tw__catchup_start(tw__svc(h)->catchup, deadline,
+                                     tw__period(h), tw__kind(h));
         old = tw__deadline(h);
         if (st == TW__PENDING && deadline < old &&
             rearm_earlier(h, &w, deadline)) {

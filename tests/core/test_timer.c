@@ -152,3 +152,56 @@ Test(core_timer, schedule_after_uses_wheel_time)
     cr_assert_eq(tw_advance(w, 42 * MS), 1);
     tw_destroy(w);
 }
+
+/*
+ * Issue 22, defect 6: a timer already due but not yet run (left on the
+ * expired list by a bounded advance) re-armed to the end of time must wait
+ * for it. The re-arm's same-slot shortcut kept it where it was when the
+ * end of time's slot was the slot the old deadline had been in, so it ran
+ * at the next advance. Both ways the clock gets near the end of time: a
+ * wheel started there, and one started at 0 whose clock moved there.
+ */
+static void due_timer_rearmed_to_end(enum tw_mode mode, uint64_t start,
+                                     uint64_t first)
+{
+    struct tw_wheel *w = wheel_new_at(mode, start);
+    struct rec a, b;
+
+    cr_assert(w);
+    rec_init(&a, w);
+    rec_init(&b, w);
+    if (first)
+        cr_assert_eq(tw_advance(w, first), 0);
+    cr_assert_eq(tw_schedule(w, &a.t, tw_now(w) + 5 * MS), 0);
+    cr_assert_eq(tw_schedule(w, &b.t, tw_now(w) + 5 * MS), 0);
+    /* One runs, the other is left due on the expired list. */
+    cr_assert_eq(tw_advance_bounded(w, tw_now(w) + 6 * MS, 1), 1);
+    cr_assert_eq(a.fired + b.fired, 1);
+    struct rec *left = a.fired ? &b : &a;
+    cr_assert_eq(tw_rearm(w, &left->t, UINT64_MAX), 1);
+    cr_assert_eq(tw_timer_deadline(&left->t), UINT64_MAX);
+    wheel_ok(w);
+    cr_assert_eq(tw_advance(w, tw_now(w) + MS), 0,
+                 "a timer re-armed to the end of time ran before it");
+    cr_assert_eq(left->fired, 0);
+    cr_assert_eq(tw_pending(w), 1);
+    wheel_ok(w);
+    cr_assert_eq(tw_advance(w, UINT64_MAX), 1, "it runs at the end of time");
+    cr_assert_eq(left->fired, 1);
+    tw_destroy(w);
+}
+
+Test(core_timer, due_timer_rearmed_to_end_of_time_waits)
+{
+    for (int m = 0; m < 2; m++) {
+        enum tw_mode mode = m ? TW_HASHED : TW_HIER;
+
+        due_timer_rearmed_to_end(mode, UINT64_MAX - 10 * SEC, 0);
+        /* The hashed wheel walks every tick of the way to the end. */
+        if (mode == TW_HIER) {
+            due_timer_rearmed_to_end(mode, 0, 0);
+            due_timer_rearmed_to_end(mode, 0, UINT64_MAX - 10 * SEC);
+            due_timer_rearmed_to_end(mode, 0, UINT64_MAX - 3 * SEC / 2);
+        }
+    }
+}

@@ -255,6 +255,30 @@ Test(service_periodic, catchup_all_from_the_origin_runs_once_at_once)
     tw_service_destroy(s);
 }
 
+/* The same rule for a grid restarted by a re-arm: tw_handle_rearm_at() of a
+ * pending fixed-rate timer to the origin runs once at once and follows the
+ * grid from there, not once for every period since boot. */
+Test(service_periodic, catchup_all_rearmed_to_the_origin_runs_once_at_once)
+{
+    struct tw_service *s = make(0, TW_CATCHUP_ALL);
+    static struct runs r;
+    struct tw_handle *h;
+    uint64_t t0;
+
+    cr_assert_eq(tw_service_schedule_periodic(s, 10 * SEC, 10 * MS,
+                                              TW_FIXED_RATE, run_cb, &r, &h),
+                 0);
+    t0 = now_ns();
+    cr_assert_eq(tw_handle_rearm_at(h, 0), 1);
+    cr_assert(wait_runs(&r, 1));
+    sleep_ns(50 * MS);
+    cr_assert_eq(tw_handle_cancel_wait(h), 1);
+    tw_handle_release(h);
+    cr_assert_leq(atomic_load(&r.n), 10, "%d runs", atomic_load(&r.n));
+    cr_assert_gt(r.deadline[0] + 10 * MS, t0);
+    tw_service_destroy(s);
+}
+
 /* A callback that cancels its own periodic timer gets 1 and never runs
  * again; the service counts the timer as cancelled. */
 Test(service_periodic, cancel_from_own_callback)
