@@ -18,8 +18,8 @@
 
 #include "timewheel/core.h"
 #include "timewheel/loop.h"
-#include "timewheel/service.h"
 #include "timewheel/purgatory.h"
+#include "timewheel/service.h"
 #include "timewheel/store.h"
 
 #endif /* TIMEWHEEL_H */

@@ -56,10 +56,12 @@
 
 #define NS 1000000000ULL
 #define MS 1000000ULL
-#define MAX_INFLIGHT 64     /* connects waiting for CONNACK: the broker's
-                             * listen backlog is 100 */
-#define PER_LISTENER 20000  /* clients per listening port: the ephemeral
-                             * range of 127.0.0.1 holds about 28,000 */
+#define MAX_INFLIGHT                                                           \
+    64 /* connects waiting for CONNACK: the broker's                           \
+        * listen backlog is 100 */
+#define PER_LISTENER                                                           \
+    20000 /* clients per listening port: the ephemeral                         \
+           * range of 127.0.0.1 holds about 28,000 */
 #define MAX_LISTENERS 8
 #define WATCH_BUF (1 << 20)
 
@@ -67,8 +69,7 @@ enum kind { K_NONE, K_KEEPALIVE, K_WILL, K_EXPIRY, K_KINDS };
 enum plan { P_SILENT, P_CLOSE, P_DISCONNECT };
 enum state { S_WAIT, S_CONNECTING, S_CONNACK, S_UP, S_DONE };
 
-static const char *kind_name[K_KINDS] = {"none", "keepalive", "will",
-                                         "expiry"};
+static const char *kind_name[K_KINDS] = {"none", "keepalive", "will", "expiry"};
 
 struct client {
     int fd;
@@ -167,8 +168,7 @@ static size_t put_str(uint8_t *p, const char *s)
 }
 
 /* A packet of type byte head around body[0..len): fixed header prepended. */
-static size_t frame(uint8_t *out, uint8_t head, const uint8_t *body,
-                    size_t len)
+static size_t frame(uint8_t *out, uint8_t head, const uint8_t *body, size_t len)
 {
     size_t n = 1;
 
@@ -400,8 +400,10 @@ static void broker_report(void)
     f = fopen(path, "r");
     if (f) {
         /* Fields 14 and 15; the name in field 2 has no spaces here. */
-        if (fscanf(f, "%*d %*s %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
-                      "%lu %lu", &ut, &st) != 2)
+        if (fscanf(f,
+                   "%*d %*s %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+                   "%lu %lu",
+                   &ut, &st) != 2)
             ut = st = 0;
         fclose(f);
     }
@@ -847,9 +849,8 @@ static long report_kind(int k, double max_late_ms)
     }
     printf("%s n=%ld missing=%ld early=%ld late_ms p50=%.1f p99=%.1f "
            "max=%.1f min=%.1f\n",
-           kind_name[k], n, missing, early,
-           n ? pct(v, n, 0.5) : 0, n ? pct(v, n, 0.99) : 0,
-           n ? pct(v, n, 1) : 0, n ? pct(v, n, 0) : 0);
+           kind_name[k], n, missing, early, n ? pct(v, n, 0.5) : 0,
+           n ? pct(v, n, 0.99) : 0, n ? pct(v, n, 1) : 0, n ? pct(v, n, 0) : 0);
     free(v);
     return bad + missing;
 }
@@ -886,7 +887,8 @@ static long report_order(double slack_ms)
     return bad;
 }
 
-/* ---- restore: session expiry across a restart ------------------------------ */
+/* ---- restore: session expiry across a restart ------------------------------
+ */
 
 /* Connect client tw-<i> (clean start or not, session expiry exp) with a
  * blocking socket and return CONNACK's session present flag, or -1. */
@@ -961,8 +963,12 @@ static void usage(void)
 
 static void parse(int argc, char **argv, struct opts *o)
 {
-    *o = (struct opts){.n = 20, .keepalive = 2, .expiry = 3, .scale = 1,
-                       .spread = 0, .timeout = 120};
+    *o = (struct opts){.n = 20,
+                       .keepalive = 2,
+                       .expiry = 3,
+                       .scale = 1,
+                       .spread = 0,
+                       .timeout = 120};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -973,17 +979,28 @@ static void parse(int argc, char **argv, struct opts *o)
         if (!v)
             usage();
         i++;
-        if (!strcmp(a, "--broker")) o->broker = v;
-        else if (!strcmp(a, "--conf")) o->conf_extra = v;
-        else if (!strcmp(a, "--dir")) o->dir = v;
-        else if (!strcmp(a, "--n")) o->n = atol(v);
-        else if (!strcmp(a, "--keepalive")) o->keepalive = atol(v);
-        else if (!strcmp(a, "--expiry")) o->expiry = atol(v);
-        else if (!strcmp(a, "--spread")) o->spread = atof(v);
-        else if (!strcmp(a, "--scale")) o->scale = atof(v);
-        else if (!strcmp(a, "--timeout")) o->timeout = atof(v);
-        else if (!strcmp(a, "--max-late-ms")) o->max_late_ms = atof(v);
-        else usage();
+        if (!strcmp(a, "--broker"))
+            o->broker = v;
+        else if (!strcmp(a, "--conf"))
+            o->conf_extra = v;
+        else if (!strcmp(a, "--dir"))
+            o->dir = v;
+        else if (!strcmp(a, "--n"))
+            o->n = atol(v);
+        else if (!strcmp(a, "--keepalive"))
+            o->keepalive = atol(v);
+        else if (!strcmp(a, "--expiry"))
+            o->expiry = atol(v);
+        else if (!strcmp(a, "--spread"))
+            o->spread = atof(v);
+        else if (!strcmp(a, "--scale"))
+            o->scale = atof(v);
+        else if (!strcmp(a, "--timeout"))
+            o->timeout = atof(v);
+        else if (!strcmp(a, "--max-late-ms"))
+            o->max_late_ms = atof(v);
+        else
+            usage();
     }
     if (!o->broker || !o->scenario || o->n < 1 || o->scale <= 0)
         usage();
@@ -1070,8 +1087,7 @@ int main(int argc, char **argv)
         bad += report_kind(k, o.max_late_ms);
     if (strcmp(o.scenario, "keepalive") && strcmp(o.scenario, "churn"))
         bad += report_order(o.max_late_ms > 0 ? o.max_late_ms : 1);
-    printf("clients n=%ld finished=%ld timed_out=%d\n", ncl, finished,
-           rc != 0);
+    printf("clients n=%ld finished=%ld timed_out=%d\n", ncl, finished, rc != 0);
     broker_report();
     broker_stop();
     remove_dir(&o);

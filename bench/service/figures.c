@@ -75,7 +75,8 @@ static uint64_t delay_1ms_1h(uint64_t *seed)
     return MS + next_rand(seed) % (HOUR - MS + 1);
 }
 
-/* ---- refusals --------------------------------------------------------------- */
+/* ---- refusals ---------------------------------------------------------------
+ */
 
 static void emit_refused(const char *workload, const struct impl *im,
                          uint64_t n)
@@ -149,7 +150,8 @@ static struct tw_service *fresh(const struct impl *im)
     return s;
 }
 
-/* ---- the worker thread, from /proc ---------------------------------------- */
+/* ---- the worker thread, from /proc ----------------------------------------
+ */
 
 static uint64_t task_cpu_ns(int tid)
 {
@@ -184,7 +186,8 @@ static uint64_t task_switches(int tid)
     return v;
 }
 
-/* ---- schedule ------------------------------------------------------------- */
+/* ---- schedule -------------------------------------------------------------
+ */
 
 struct prod {
     struct tw_service *s;
@@ -204,8 +207,7 @@ static void *sched_thread(void *arg)
         ;
     c0 = thread_cpu_ns();
     for (uint64_t i = 0; i < p->count; i++)
-        put(p->s, delay_1ms_1h(&p->seed), nop_cb, NULL,
-                                 NULL);
+        put(p->s, delay_1ms_1h(&p->seed), nop_cb, NULL, NULL);
     post_sentinel(p->s);
     p->cpu = thread_cpu_ns() - c0;
     return NULL;
@@ -223,8 +225,8 @@ static void run_schedule(const struct impl *im, uint64_t n, unsigned np,
     char name[32];
 
     for (unsigned i = 0; i < np; i++) {
-        p[i] = (struct prod){.s = s, .count = n / np, .seed = SEED + i,
-                             .go = &go};
+        p[i] =
+            (struct prod){.s = s, .count = n / np, .seed = SEED + i, .go = &go};
         pthread_create(&tid[i], NULL, sched_thread, &p[i]);
     }
     w0 = task_cpu_ns(wt);
@@ -254,7 +256,8 @@ void fig_schedule(const struct impl *im, const struct sizes *sz, int warmup)
             run_schedule(im, sz->timers, np, k == warmup);
 }
 
-/* ---- cancel ----------------------------------------------------------------- */
+/* ---- cancel -----------------------------------------------------------------
+ */
 
 static void *cancel_thread(void *arg)
 {
@@ -262,8 +265,7 @@ static void *cancel_thread(void *arg)
     uint64_t c0;
 
     for (uint64_t i = 0; i < p->count; i++)
-        put(p->s, delay_1ms_1h(&p->seed), nop_cb, NULL,
-                                 &p->h[i]);
+        put(p->s, delay_1ms_1h(&p->seed), nop_cb, NULL, &p->h[i]);
     post_sentinel(p->s);
     pthread_barrier_wait(p->bar); /* all scheduled */
     pthread_barrier_wait(p->bar); /* main has read its clocks: go */
@@ -293,8 +295,12 @@ static void run_cancel(const struct impl *im, uint64_t n, unsigned np,
 
     pthread_barrier_init(&bar, NULL, np + 1);
     for (unsigned i = 0; i < np; i++) {
-        p[i] = (struct prod){.s = s, .h = h + i * (n / np), .count = n / np,
-                             .seed = SEED + i, .bar = &bar, .rearm = rearm};
+        p[i] = (struct prod){.s = s,
+                             .h = h + i * (n / np),
+                             .count = n / np,
+                             .seed = SEED + i,
+                             .bar = &bar,
+                             .rearm = rearm};
         pthread_create(&tid[i], NULL, cancel_thread, &p[i]);
     }
     pthread_barrier_wait(&bar);
@@ -338,7 +344,8 @@ void fig_rearm(const struct impl *im, const struct sizes *sz, int warmup)
         run_cancel(im, sz->timers, 1, true, k == warmup);
 }
 
-/* ---- memory ------------------------------------------------------------------ */
+/* ---- memory
+ * ------------------------------------------------------------------ */
 
 /* Bytes the allocator has handed out and not had back. jemalloc counts
  * whole size classes, and blocks cached per thread as allocated (a few
@@ -384,7 +391,8 @@ void fig_memory(const struct impl *im, const struct sizes *sz, int warmup)
         run_memory(im, sz->timers, k == warmup);
 }
 
-/* ---- lateness ---------------------------------------------------------------- */
+/* ---- lateness
+ * ---------------------------------------------------------------- */
 
 #define LATE_WAIT (10 * SEC) /* longest wait for the last probes */
 
@@ -418,15 +426,15 @@ static void late_rows(const char *name, const struct impl *im, uint64_t n,
 
     for (uint64_t i = 0; i < count; i++)
         if (pr[i].ran)
-            late[k++] = pr[i].ran > pr[i].deadline ? pr[i].ran - pr[i].deadline
-                                                   : 0;
+            late[k++] =
+                pr[i].ran > pr[i].deadline ? pr[i].ran - pr[i].deadline : 0;
     qsort(late, k, sizeof(*late), cmp_u64);
-    emit(name, im->name, n, "late_p50_us",
-         k ? (double)late[k / 2] / 1e3 : 0, "us");
+    emit(name, im->name, n, "late_p50_us", k ? (double)late[k / 2] / 1e3 : 0,
+         "us");
     emit(name, im->name, n, "late_p99_us",
          k ? (double)late[k * 99 / 100] / 1e3 : 0, "us");
-    emit(name, im->name, n, "late_max_us",
-         k ? (double)late[k - 1] / 1e3 : 0, "us");
+    emit(name, im->name, n, "late_max_us", k ? (double)late[k - 1] / 1e3 : 0,
+         "us");
     emit(name, im->name, n, "probes_not_run", (double)(count - k), "1");
     free(late);
 }
@@ -461,9 +469,10 @@ void fig_lateness(const struct impl *im, const struct sizes *sz)
     free(pr);
 }
 
-/* ---- flood ------------------------------------------------------------------- */
+/* ---- flood
+ * ------------------------------------------------------------------- */
 
-#define FLOOD_NS (3 * SEC)       /* how long two producers flood */
+#define FLOOD_NS (3 * SEC) /* how long two producers flood */
 #define FLOOD_PROBE_DELAY (10 * MS)
 
 struct flooder {
@@ -534,7 +543,8 @@ void fig_flood(const struct impl *im, const struct sizes *sz)
     free(pr);
 }
 
-/* ---- wakeups ------------------------------------------------------------------ */
+/* ---- wakeups
+ * ------------------------------------------------------------------ */
 
 void fig_wakeups(const struct impl *im, const struct sizes *sz)
 {
@@ -544,8 +554,7 @@ void fig_wakeups(const struct impl *im, const struct sizes *sz)
     int wt = atomic_load(&worker_tid);
 
     for (uint64_t i = 0; i < sz->timers; i++)
-        put(s, HOUR + next_rand(&seed) % HOUR, nop_cb,
-                                 NULL, NULL);
+        put(s, HOUR + next_rand(&seed) % HOUR, nop_cb, NULL, NULL);
     post_sentinel(s);
     await_sentinels(1);
     sleep_until(now_ns() + 200 * MS);

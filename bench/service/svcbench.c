@@ -45,7 +45,7 @@ static const struct impl impls[] = {
 #define NIMPLS (sizeof(impls) / sizeof(impls[0]))
 
 static const struct sizes full = {2000000, 5 * SEC, 10 * SEC, 2 * SEC,
-                                  1000000, 3 * SEC,  3 * SEC};
+                                  1000000, 3 * SEC, 3 * SEC};
 static const struct sizes quick = {200000, 1 * SEC, 1500 * MS, 500 * MS,
                                    100000, 1 * SEC, 1 * SEC};
 
@@ -476,9 +476,8 @@ static void cancelwait(const struct impl *im)
 
 /* Workloads run when none is named; stress and the longer figures
  * (lateness with N timers behind, wakeups) only when named. */
-static const char *const defaults[] = {"throughput", "latency", "idle",
-                                       "schedule",   "cancel",  "rearm",
-                                       "memory"};
+static const char *const defaults[] = {
+    "throughput", "latency", "idle", "schedule", "cancel", "rearm", "memory"};
 
 static bool wanted(int argc, char **argv, int first, const char *name)
 {
@@ -510,9 +509,8 @@ static void open_csv(const char *path)
 }
 
 static const char *const workloads[] = {
-    "throughput", "latency", "idle",    "schedule", "cancel",
-    "rearm",      "memory",  "lateness", "wakeups", "stress",
-    "cancelwait", "flood"};
+    "throughput", "latency",  "idle",    "schedule", "cancel",     "rearm",
+    "memory",     "lateness", "wakeups", "stress",   "cancelwait", "flood"};
 
 static int usage(void)
 {

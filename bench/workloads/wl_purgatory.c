@@ -20,8 +20,8 @@
  *
  * Reported: requests per second of the thread's CPU time with one thread
  * (what one core sustains, however loaded the machine), CPU ns per
- * request, the p99 delay (real time) from the completing event (the check) to its
- * on_complete (one completion in 8 sampled), and requests per second with
+ * request, the p99 delay (real time) from the completing event (the check) to
+ * its on_complete (one completion in 8 sampled), and requests per second with
  * two threads.
  */
 #include <math.h>
@@ -168,8 +168,8 @@ static void *purgatory_prepare(const struct bench_params *p, unsigned variant,
     g->requests = n;
     g->timeout = (uint64_t)(p->purg_timeout_ms * 1e6);
     for (int k = 0; k < PURG_KEYS; k++)
-        g->lens[k] = (size_t)snprintf(g->names[k], sizeof(g->names[k]),
-                                      "topic-%d", k);
+        g->lens[k] =
+            (size_t)snprintf(g->names[k], sizeof(g->names[k]), "topic-%d", k);
     make_events(g, p, n);
     g->slots = count_slots(g) + 64;
     return g;
@@ -179,9 +179,9 @@ static void *purgatory_prepare(const struct bench_params *p, unsigned variant,
 
 struct req {
     struct tw_delayed op;
-    uint32_t id;   /* the request using this slot */
-    bool ready;    /* its completing event came */
-    bool sampled;  /* time its on_complete */
+    uint32_t id;  /* the request using this slot */
+    bool ready;   /* its completing event came */
+    bool sampled; /* time its on_complete */
 };
 
 struct run1 {
@@ -193,7 +193,7 @@ struct run1 {
     uint32_t *slot_of;    /* per request */
     uint32_t *free_slots; /* a stack */
     uint64_t nfree;
-    uint32_t *fifo;    /* requests in arrival (= deadline) order */
+    uint32_t *fifo;     /* requests in arrival (= deadline) order */
     uint64_t *fifo_due; /* and the tick their timeout is due */
     uint64_t head, tail;
     uint64_t now, fired, expired, completed;
@@ -268,8 +268,8 @@ static void arrive1(struct run1 *x, uint32_t id)
     r->sampled = false;
     x->slot_of[id] = slot;
     for (unsigned i = 0; i < g->nkeys[id]; i++)
-        k[i] = (struct tw_key){g->names[g->keys[id][i]],
-                               g->lens[g->keys[id][i]]};
+        k[i] =
+            (struct tw_key){g->names[g->keys[id][i]], g->lens[g->keys[id][i]]};
     tw_delayed_init(&r->op, try_ready, done1, NULL, x);
     if (tw_purgatory_watch(x->p, &r->op, k, g->nkeys[id], g->timeout) != 0)
         abort(); /* never ready at arrival: it must be watched */
@@ -287,8 +287,8 @@ static void complete1(struct run1 *x, uint32_t id)
     r->sampled = id % PURG_SAMPLE == 0;
     if (r->sampled)
         x->t_event = clock_now_ns();
-    x->completed += (uint64_t)tw_purgatory_check(x->p, g->names[key],
-                                                 g->lens[key]);
+    x->completed +=
+        (uint64_t)tw_purgatory_check(x->p, g->names[key], g->lens[key]);
 }
 
 /* The whole replay; false if the hard stop cut it. */
@@ -335,8 +335,8 @@ static bool run1_init(struct run1 *x, struct purgatory *g,
     x->p = tw_purgatory_create(&cfg, NULL);
     for (uint64_t i = 0; i < g->slots; i++)
         x->free_slots[x->nfree++] = (uint32_t)(g->slots - 1 - i);
-    return x->req && x->slot_of && x->free_slots && x->fifo &&
-           x->fifo_due && x->lat && x->p;
+    return x->req && x->slot_of && x->free_slots && x->fifo && x->fifo_due &&
+           x->lat && x->p;
 }
 
 static void run1_free(struct run1 *x)
@@ -398,7 +398,8 @@ static void once1(struct purgatory *g, const struct impl *im,
     wl_add(out, 2, p99(x.lat, x.nlat));
 }
 
-/* ---- two threads, over the service ---------------------------------------- */
+/* ---- two threads, over the service ----------------------------------------
+ */
 
 struct req2 {
     struct tw_delayed op;
@@ -521,8 +522,9 @@ static void purgatory_run(void *seq, const struct impl *im,
      * repetitions: the runner plans the next call from the last
      * repetition's time (wl_plan.rep_ns). */
     if (strcmp(im->name, "hier") != 0)
-        wl_note(out, 3, "not run: the two-thread run is over the service, "
-                        "which runs the library's wheel (see hier)");
+        wl_note(out, 3,
+                "not run: the two-thread run is over the service, "
+                "which runs the library's wheel (see hier)");
     else if (plan->round == 0)
         wl_add(out, 3, twice(g, out));
     if (plan->warmup)
@@ -568,7 +570,8 @@ const struct workload wl_purgatory = {
         "timer mode; the workload hands due timeouts to "
         "tw_purgatory_expire() after each advance), on the virtual clock, "
         "as fast as it goes, measured in the thread's CPU time (what one "
-        "core sustains on a shared machine). The p99 delay is from the check to the "
+        "core sustains on a shared machine). The p99 delay is from the check "
+        "to the "
         "request's on_complete, one completion in 8 timed. Two threads: "
         "the purgatory over the service (real-time timeouts on its worker), "
         "each thread replaying half the requests on the shared keys, at "

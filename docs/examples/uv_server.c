@@ -30,7 +30,6 @@
 #include <unistd.h>
 #include <uv.h>
 
-
 struct server {
     uv_loop_t *loop;
     uv_tcp_t listener;
@@ -269,7 +268,8 @@ static void server_init(struct server *s, int port, long lifetime_s)
                                tw_sec((uint64_t)lifetime_s));
 }
 
-static struct server srv = {.idle = 2 * TW_NSEC_PER_SEC, .request = TW_NSEC_PER_SEC};
+static struct server srv = {.idle = 2 * TW_NSEC_PER_SEC,
+                            .request = TW_NSEC_PER_SEC};
 
 int main(int argc, char **argv)
 {

@@ -487,8 +487,8 @@ TW_PUBLIC uint64_t tw_next_deadline(const struct tw_wheel *w);
  * Call fn(timer, ctx) once for every pending timer, in no particular order,
  * so an embedder can persist or hand them over (then tw_destroy() detaches
  * them all). fn must not change the wheel: schedule, re-arm, cancel, advance
- * called from it return -EBUSY, destroy -EDEADLK. Returns 0 after a full walk, the
- * first non-zero value fn returned, or -EINVAL for NULL w or fn.
+ * called from it return -EBUSY, destroy -EDEADLK. Returns 0 after a full walk,
+ * the first non-zero value fn returned, or -EINVAL for NULL w or fn.
  */
 TW_PUBLIC int tw_visit(struct tw_wheel *w, tw_visitor *fn, void *ctx);
 

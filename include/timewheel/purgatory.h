@@ -179,15 +179,15 @@ TW_PUBLIC uint64_t tw_purgatory_monotonic(void *ctx);
 /* Counters; watched == completed + expired + cancelled + returned +
  * watching whenever no call is in progress. */
 struct tw_purgatory_stats {
-    uint64_t watched;    /* operations accepted by watch (completed at once
-                            included) */
-    uint64_t at_once;    /* of those, completed by watch itself */
-    uint64_t completed;  /* completions (at_once included) */
-    uint64_t expired;    /* timeouts that won */
-    uint64_t cancelled;  /* handed back by tw_purgatory_cancel_key() */
-    uint64_t returned;   /* handed back by tw_purgatory_stop() */
-    uint64_t watching;   /* operations watched now */
-    uint64_t keys;       /* distinct keys with at least one watcher */
+    uint64_t watched;   /* operations accepted by watch (completed at once
+                           included) */
+    uint64_t at_once;   /* of those, completed by watch itself */
+    uint64_t completed; /* completions (at_once included) */
+    uint64_t expired;   /* timeouts that won */
+    uint64_t cancelled; /* handed back by tw_purgatory_cancel_key() */
+    uint64_t returned;  /* handed back by tw_purgatory_stop() */
+    uint64_t watching;  /* operations watched now */
+    uint64_t keys;      /* distinct keys with at least one watcher */
 };
 
 /* Fill cfg with: no wheel, no service, no timer, no now, the default
@@ -268,8 +268,8 @@ TW_PUBLIC int64_t tw_purgatory_cancel_key(struct tw_purgatory *p,
  * with its timeout cancelled; with a NULL fn they are only detached.
  * Returns how many. Stop returns in bounded time however many threads keep
  * calling watch: neither a refused watch nor one that completes at once
- * holds it up, only those setting up a record it must hand back. A second stop (on
- * any thread) waits until the first has handed everything back, then
+ * holds it up, only those setting up a record it must hand back. A second stop
+ * (on any thread) waits until the first has handed everything back, then
  * returns 0. -EINVAL for NULL p; -EDEADLK, doing nothing, from a
  * try_complete of p or from a hand-back function of p's own stop (the stop
  * in progress cannot wait for itself). fn may call any function of p but

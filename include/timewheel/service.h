@@ -27,8 +27,8 @@ extern "C" {
  * TSC may be used, the calling thread reads it instead of the system
  * call, unfenced, with 1 us added for a read that the processor runs ahead
  * of older instructions: the lower bound holds unless one of them waited
- * on memory more than that; docs/service.md, "The producers' clock"). Threading model, handle
- * lifetime and stop semantics: docs/service.md.
+ * on memory more than that; docs/service.md, "The producers' clock"). Threading
+ * model, handle lifetime and stop semantics: docs/service.md.
  */
 /* The most a relative delay's "now" can be after CLOCK_MONOTONIC at the
  * call. */

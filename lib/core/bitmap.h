@@ -44,7 +44,8 @@ static inline bool tw__bitmap_test(const struct tw__bitmap *b, uint32_t slot)
  * last slot (then the answer is TW__BITMAP_NONE). A word is read only when its
  * summary bit says it is not zero: when the slot count is a multiple of 64,
  * the word "one past the last slot" would be past the end of the array. */
-static inline uint32_t tw__bitmap_next(const struct tw__bitmap *b, uint32_t from)
+static inline uint32_t tw__bitmap_next(const struct tw__bitmap *b,
+                                       uint32_t from)
 {
     uint32_t wi = from >> 6;
     uint64_t above, w = 0;

@@ -64,8 +64,7 @@ static int check_defer(const struct tw_wheel *w, char *why, size_t len)
 {
     bool open = w->mode == TW_HIER && !(w->busy & TW__VISITING);
 
-    if (!(w->busy & TW__ADVANCING) &&
-        w->defer_ns != tw__tick_time(w, w->cur))
+    if (!(w->busy & TW__ADVANCING) && w->defer_ns != tw__tick_time(w, w->cur))
         return tw__fail(why, len, "deferral bound is not cur's boundary");
     if (w->fast_ns != (open ? w->defer_ns : UINT64_MAX))
         return tw__fail(why, len, "fast-path bound does not match");

@@ -80,8 +80,8 @@ static void set_base(struct tw_wheel *w, unsigned k, uint64_t base)
 
     lv->base = base;
     /* A level of more than 2^64 ticks has one revolution: all of time. */
-    lv->last = lv->span == UINT64_MAX ? UINT64_MAX
-                                      : revolution_last(base, lv->span);
+    lv->last =
+        lv->span == UINT64_MAX ? UINT64_MAX : revolution_last(base, lv->span);
     w->place[k].org_ns = w->start_ns + 1 + (base - 1) * w->tick_ns;
     w->place[k].org2_ns = 2 * w->place[k].org_ns;
     w->place[k].last_ns = tw__tick_time(w, lv->last);

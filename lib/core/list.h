@@ -32,7 +32,8 @@ static inline struct tw_timer *tw__list_timer(struct tw_link *link)
     return TW_CONTAINER_OF(link, struct tw_timer, link);
 }
 
-static inline void tw__list_push_back(struct tw_link *head, struct tw_link *node)
+static inline void tw__list_push_back(struct tw_link *head,
+                                      struct tw_link *node)
 {
     struct tw_link *last = head->prev;
 
@@ -59,7 +60,8 @@ static inline struct tw_link *tw__list_unlink(struct tw_link *node)
 }
 
 /* Move every node of from to the end of to; from becomes empty. */
-static inline void tw__list_splice_back(struct tw_link *to, struct tw_link *from)
+static inline void tw__list_splice_back(struct tw_link *to,
+                                        struct tw_link *from)
 {
     if (tw__list_empty(from))
         return;
@@ -87,8 +89,8 @@ typedef void tw__list_visit(struct tw_wheel *w, struct tw_link *node,
  */
 static inline void tw__list_walk_both(struct tw_link *first,
                                       struct tw_link *last,
-                                      tw__list_visit *visit,
-                                      struct tw_wheel *w, uint64_t due_ns)
+                                      tw__list_visit *visit, struct tw_wheel *w,
+                                      uint64_t due_ns)
 {
     for (;;) {
         struct tw_link *next, *prev;

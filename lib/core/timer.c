@@ -86,9 +86,8 @@ static inline struct tw_link *fast_slot(const struct tw_wheel *w, uint64_t d)
     return p->slot0 + tw__place_slot(p, d);
 }
 
-__attribute__((noinline)) static int schedule_slow(struct tw_wheel *w,
-                                                   struct tw_timer *t,
-                                                   uint64_t deadline)
+__attribute__((noinline)) static int
+schedule_slow(struct tw_wheel *w, struct tw_timer *t, uint64_t deadline)
 {
     if (w->busy & TW__VISITING)
         return -EBUSY;
@@ -96,9 +95,8 @@ __attribute__((noinline)) static int schedule_slow(struct tw_wheel *w,
     return 0;
 }
 
-__attribute__((noinline)) static int rearm_slow(struct tw_wheel *w,
-                                                struct tw_timer *t,
-                                                uint64_t deadline)
+__attribute__((noinline)) static int
+rearm_slow(struct tw_wheel *w, struct tw_timer *t, uint64_t deadline)
 {
     int was_pending = t->link.next != NULL;
 

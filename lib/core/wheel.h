@@ -46,10 +46,10 @@
  *
  * Insertion reads only the level's tw__place (below). */
 struct tw__level {
-    uint64_t width;    /* ticks per slot */
-    uint64_t span;     /* ticks per revolution, UINT64_MAX if more */
-    uint64_t base;     /* first tick of the current revolution */
-    uint64_t last;     /* last tick of the current revolution (saturated) */
+    uint64_t width; /* ticks per slot */
+    uint64_t span;  /* ticks per revolution, UINT64_MAX if more */
+    uint64_t base;  /* first tick of the current revolution */
+    uint64_t last;  /* last tick of the current revolution (saturated) */
     uint32_t nslots;
     uint32_t first; /* index of slot 0 in tw_wheel.slots */
     uint32_t pos;   /* cur's slot at this level */
@@ -58,9 +58,9 @@ struct tw__level {
 };
 
 /* What insertion reads of level k, in ns, so that it never divides and
- * never computes a due tick (but in the top levels, below). A deadline d belongs to the lowest level with
- * d <= last_ns (the boundary of its last tick, saturated). A deadline
- * d > start with due tick e in [base, last] lies in slot
+ * never computes a due tick (but in the top levels, below). A deadline d
+ * belongs to the lowest level with d <= last_ns (the boundary of its last tick,
+ * saturated). A deadline d > start with due tick e in [base, last] lies in slot
  *     (e - base) / width = (d - org_ns) / width_ns,
  * with org_ns = start + 1 + (base - 1) * tick (mod 2^64) and width_ns =
  * width * tick, since d - org_ns = (e - base) * tick + r with 0 <= r < tick,
@@ -87,8 +87,8 @@ struct tw__level {
  * 56 bytes each, in an array apart from the levels. */
 struct tw__place {
     uint64_t last_ns;
-    uint64_t org2_ns; /* 2 * org_ns, mod 2^64 */
-    uint64_t mult;    /* 0: place by due tick */
+    uint64_t org2_ns;      /* 2 * org_ns, mod 2^64 */
+    uint64_t mult;         /* 0: place by due tick */
     struct tw_link *slot0; /* the level's first slot head */
     unsigned shift;
     uint64_t org_ns;   /* the re-arm's same-slot test (timer.c) */
@@ -130,14 +130,14 @@ struct tw_wheel {
     unsigned busy; /* TW__ADVANCING | TW__VISITING */
     uint64_t tick_ns;
     uint64_t start_ns;
-    uint64_t cur;      /* last tick processed */
-    uint64_t max_tick; /* due tick of UINT64_MAX: the end of time */
+    uint64_t cur;        /* last tick processed */
+    uint64_t max_tick;   /* due tick of UINT64_MAX: the end of time */
     uint64_t tick_limit; /* largest k with start + k * tick in 64 bits */
-    uint64_t defer_ns; /* deadlines <= this are deferred: the boundary of the
-                        * target tick while advancing, of cur otherwise */
-    uint64_t fast_ns;  /* defer_ns, or UINT64_MAX when the fast path of
-                        * schedule and re-arm is closed (timer.c) */
-    size_t count;      /* pending timers */
+    uint64_t defer_ns;   /* deadlines <= this are deferred: the boundary of the
+                          * target tick while advancing, of cur otherwise */
+    uint64_t fast_ns;    /* defer_ns, or UINT64_MAX when the fast path of
+                          * schedule and re-arm is closed (timer.c) */
+    size_t count;        /* pending timers */
     struct tw_link expired;
     struct tw_link deferred;
     struct tw_link *slots; /* every slot head of every level, finest first */
@@ -147,7 +147,7 @@ struct tw_wheel {
     /* hierarchical */
     uint64_t occupied; /* bit k: level k holds a timer */
     unsigned nlevels;
-    unsigned nexact;   /* levels with width_ns > 0: the lowest ones */
+    unsigned nexact; /* levels with width_ns > 0: the lowest ones */
     struct tw__place place[TW__LEVELS_MAX];
     struct tw__level levels[TW__LEVELS_MAX];
     /* hashed */
@@ -198,8 +198,8 @@ int tw__fail(char *why, size_t len, const char *fmt, ...)
 static inline void tw__set_defer(struct tw_wheel *w, uint64_t ns)
 {
     w->defer_ns = ns;
-    w->fast_ns = w->mode == TW_HIER && !(w->busy & TW__VISITING) ? ns
-                                                                 : UINT64_MAX;
+    w->fast_ns =
+        w->mode == TW_HIER && !(w->busy & TW__VISITING) ? ns : UINT64_MAX;
 }
 
 /* Hierarchical design (hier.c; the insert is inline in insert.h). */

@@ -69,8 +69,7 @@ static struct tw__pwatch *own_key(struct tw_purgatory *p, const void *key,
     return owned;
 }
 
-int64_t tw_purgatory_check(struct tw_purgatory *p, const void *key,
-                           size_t len)
+int64_t tw_purgatory_check(struct tw_purgatory *p, const void *key, size_t len)
 {
     struct tw__pwatch *owned, *done = NULL, *next;
     int64_t completed = 0;

@@ -150,8 +150,8 @@ static struct tw__pkey *key_new(struct tw__pshard *sh, uint64_t hash,
     return k;
 }
 
-int tw__p_key_link(struct tw__pshard *sh, struct tw__pentry *e,
-                   uint64_t hash, const struct tw_key *key)
+int tw__p_key_link(struct tw__pshard *sh, struct tw__pentry *e, uint64_t hash,
+                   const struct tw_key *key)
 {
     struct tw__pkey *k = tw__p_key_find(sh, hash, key->bytes, key->len);
 

@@ -84,8 +84,7 @@ void tw__p_put(struct tw__pwatch *w)
         tw_free(w, sizeof(*w) + w->nkeys * sizeof(w->entry[0]));
 }
 
-void tw__p_deliver(struct tw__pwatch *w, tw_delayed_handback_fn *fn,
-                   void *ctx)
+void tw__p_deliver(struct tw__pwatch *w, tw_delayed_handback_fn *fn, void *ctx)
 {
     struct tw_delayed *op = w->op;
     int outcome = w->outcome;

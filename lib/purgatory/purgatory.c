@@ -32,16 +32,16 @@ void tw__p_count(const struct tw_purgatory *p, _Atomic uint64_t *c)
     if (p->threaded)
         atomic_fetch_add(c, 1);
     else
-        atomic_store_explicit(
-            c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-            memory_order_relaxed);
+        atomic_store_explicit(c,
+                              atomic_load_explicit(c, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
 }
 
 void tw_purgatory_config_init(struct tw_purgatory_config *cfg)
 {
     if (cfg)
-        *cfg = (struct tw_purgatory_config){
-            .shards = TW_PURGATORY_DEFAULT_SHARDS};
+        *cfg =
+            (struct tw_purgatory_config){.shards = TW_PURGATORY_DEFAULT_SHARDS};
 }
 
 static unsigned round_pow2(unsigned n)
@@ -74,8 +74,8 @@ static int config_ok(const struct tw_purgatory_config *cfg)
 
 static struct tw_purgatory *create(const struct tw_purgatory_config *cfg)
 {
-    unsigned n = round_pow2(cfg->shards ? cfg->shards
-                                        : TW_PURGATORY_DEFAULT_SHARDS);
+    unsigned n =
+        round_pow2(cfg->shards ? cfg->shards : TW_PURGATORY_DEFAULT_SHARDS);
     struct tw_purgatory *p = tw_alloc(sizeof(*p));
 
     if (!p)

@@ -101,7 +101,7 @@ struct tw__pwatch {
     struct tw_purgatory *p;
     struct tw__pwatch *next; /* the owner's local lists */
     union {
-        struct tw_timer timer;   /* over a core wheel */
+        struct tw_timer timer;    /* over a core wheel */
         struct tw_handle *handle; /* over a service */
     } to;
     int outcome; /* enum tw_delayed_state, set by the claimer */
@@ -120,18 +120,17 @@ struct tw__pwatch {
 #define TW__P_STOPPED 2
 
 struct tw_purgatory {
-    bool threaded;          /* over a service (else one thread) */
-    struct tw_wheel *wheel; /* exactly one of wheel, svc and timer */
+    bool threaded;            /* over a service (else one thread) */
+    struct tw_wheel *wheel;   /* exactly one of wheel, svc and timer */
     tw_purgatory_now_fn *now; /* with wheel: the loop's clock */
     void *now_ctx;
     struct tw_service *svc;
     struct tw_purgatory_timer timer; /* arm NULL: not this one */
-    unsigned nshards; /* a power of two */
+    unsigned nshards;                /* a power of two */
     struct tw__pshard *shards;
     _Atomic uint64_t gate;
     atomic_int stop_state; /* TW__P_RUNNING, _STOPPING, _STOPPED */
-    _Atomic uint64_t watched, at_once, completed, expired, cancelled,
-        returned;
+    _Atomic uint64_t watched, at_once, completed, expired, cancelled, returned;
 };
 
 /*
@@ -205,8 +204,7 @@ static inline bool tw__p_in_try(const struct tw_purgatory *p)
 
 /* Run op's try_complete with the in-try marker of p set (and another
  * purgatory's marker, if any, put back after). */
-static inline bool tw__p_call_try(struct tw_purgatory *p,
-                                  struct tw_delayed *op)
+static inline bool tw__p_call_try(struct tw_purgatory *p, struct tw_delayed *op)
 {
     const struct tw_purgatory *outer = tw__p_trying;
     bool yes;
@@ -249,8 +247,8 @@ struct tw__pkey *tw__p_key_find(struct tw__pshard *sh, uint64_t hash,
                                 const void *bytes, size_t len);
 /* Link entry e into the watch list of its key, creating the key node
  * (shard locked). 0 or -ENOMEM. */
-int tw__p_key_link(struct tw__pshard *sh, struct tw__pentry *e,
-                   uint64_t hash, const struct tw_key *key);
+int tw__p_key_link(struct tw__pshard *sh, struct tw__pentry *e, uint64_t hash,
+                   const struct tw_key *key);
 /* Unlink e from its key's list, freeing the key with its last watcher
  * (shard locked). */
 void tw__p_key_unlink(struct tw__pshard *sh, struct tw__pentry *e);
@@ -274,8 +272,7 @@ void tw__p_detach(struct tw__pwatch *w);
 /* Claimer, after detach and with no lock held: run on_expire and
  * on_complete (completed, expired) or fn (handed back), then drop the
  * lists' reference. */
-void tw__p_deliver(struct tw__pwatch *w, tw_delayed_handback_fn *fn,
-                   void *ctx);
+void tw__p_deliver(struct tw__pwatch *w, tw_delayed_handback_fn *fn, void *ctx);
 void tw__p_put(struct tw__pwatch *w);
 
 /* ---- check.c ---- */

@@ -99,18 +99,17 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns)
 {
     struct tw_purgatory *p = w->p;
-    struct tw_timer_spec spec = {.cb = on_service_timer,
-                                 .arg = w,
-                                 .release = on_service_release};
+    struct tw_timer_spec spec = {
+        .cb = on_service_timer, .arg = w, .release = on_service_release};
     int rc;
 
     if (p->wheel) {
         uint64_t now = p->now(p->now_ctx), wheel_now = tw_now(p->wheel);
 
         tw_timer_init(&w->to.timer, on_core_timer, w);
-        return tw_schedule(p->wheel, &w->to.timer,
-                           add_sat(now > wheel_now ? now : wheel_now,
-                                   timeout_ns));
+        return tw_schedule(
+            p->wheel, &w->to.timer,
+            add_sat(now > wheel_now ? now : wheel_now, timeout_ns));
     }
     if (p->timer.arm)
         return p->timer.arm(p->timer.ctx, w->op, timeout_ns);

@@ -33,8 +33,7 @@ enum tw_delayed_state tw_delayed_state(const struct tw_delayed *op)
 {
     if (!op)
         return TW_DELAYED_IDLE;
-    return (enum tw_delayed_state)__atomic_load_n(&op->state,
-                                                  __ATOMIC_ACQUIRE);
+    return (enum tw_delayed_state)__atomic_load_n(&op->state, __ATOMIC_ACQUIRE);
 }
 
 /* Every key usable, none twice; fills hash[]. 0, -EINVAL or -E2BIG. */
@@ -135,8 +134,7 @@ static int link_and_arm(struct tw__pwatch *w, const struct tw_key *keys,
         struct tw__pshard *sh = tw__p_shard(w->p, hash[linked]);
 
         tw__p_lock(sh);
-        rc = tw__p_key_link(sh, &w->entry[linked], hash[linked],
-                            &keys[linked]);
+        rc = tw__p_key_link(sh, &w->entry[linked], hash[linked], &keys[linked]);
         tw__p_unlock(sh);
         linked += rc == 0;
     }

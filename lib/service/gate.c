@@ -7,13 +7,13 @@
  * belong to one thread, and one more, the shared stripe, for everyone else.
  * A thread claims a free stripe index for itself at the first count it
  * makes on any service (a schedule or cancel; for the worker, executor
- * threads and stop, the first run or let-go) (one compare-and-swap on a process-wide bitmap) and
- * gives it back when it exits (a pthread key's destructor); it then owns
- * stripe i of every service. Only the owner writes an owned stripe, so it
- * counts with a plain load and store (a relaxed load, a release store: no
- * locked instruction), and two threads never write the same line. When
- * all TW__STRIPES indexes are taken, or the key cannot be made, a thread
- * uses the shared stripe, with atomic read-modify-writes. The claim's
+ * threads and stop, the first run or let-go) (one compare-and-swap on a
+ * process-wide bitmap) and gives it back when it exits (a pthread key's
+ * destructor); it then owns stripe i of every service. Only the owner writes an
+ * owned stripe, so it counts with a plain load and store (a relaxed load, a
+ * release store: no locked instruction), and two threads never write the same
+ * line. When all TW__STRIPES indexes are taken, or the key cannot be made, a
+ * thread uses the shared stripe, with atomic read-modify-writes. The claim's
  * acquire and the exit's release order the old owner's writes before the
  * new owner's: its counters, and its producer side of the stripe's rings
  * in every service (ring.c), which the new owner takes over as they are,
@@ -187,11 +187,11 @@ static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
 
 static void register_membarrier(void)
 {
-    atomic_store_explicit(
-        &tw__asym,
-        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0,
-                0) == 0,
-        memory_order_relaxed);
+    atomic_store_explicit(&tw__asym,
+                          syscall(SYS_membarrier,
+                                  MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0,
+                                  0) == 0,
+                          memory_order_relaxed);
 }
 
 void tw__gate_init(void)
@@ -247,8 +247,8 @@ void tw__gate_close(struct tw_service *s)
     if (tw__gate_asym() && !tw__gate_membarrier())
         nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
     for (unsigned i = 0; i <= TW__STRIPES; i++)
-        while (atomic_load_explicit(&s->stripes[i].inside,
-                                    memory_order_acquire))
+        while (
+            atomic_load_explicit(&s->stripes[i].inside, memory_order_acquire))
             nanosleep(&(struct timespec){.tv_nsec = GATE_POLL_NS}, NULL);
 }
 
@@ -269,8 +269,7 @@ int tw__gate_reserve_slow(struct tw_service *s, struct tw__stripe *st)
     if (!s->max_pending)
         return 0;
     if (tw__shared(s, st)) {
-        if (atomic_fetch_sub_explicit(&st->credit, 1, memory_order_relaxed) >
-            0)
+        if (atomic_fetch_sub_explicit(&st->credit, 1, memory_order_relaxed) > 0)
             return 0;
         atomic_fetch_add_explicit(&st->credit, 1, memory_order_relaxed);
     } else if (atomic_load_explicit(&st->credit, memory_order_relaxed) > 0) {
@@ -319,8 +318,8 @@ static uint64_t accepted(struct tw_service *s)
     uint64_t n = 0;
 
     for (unsigned i = 0; i <= TW__STRIPES; i++)
-        n += atomic_load_explicit(&s->stripes[i].accepted,
-                                  memory_order_acquire);
+        n +=
+            atomic_load_explicit(&s->stripes[i].accepted, memory_order_acquire);
     return n;
 }
 

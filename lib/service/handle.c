@@ -65,8 +65,7 @@ static struct tw_handle *alloc_handle(struct tw_service *s,
 
     if (spec->period && spec->kind == TW_FIXED_DELAY)
         refs |= TW__HF_FIXED_DELAY;
-    if (!spec->period && !spec->release &&
-        (cb = tw__cb_index(s, spec->cb))) {
+    if (!spec->period && !spec->release && (cb = tw__cb_index(s, spec->cb))) {
         h = tw_alloc(sizeof(*h));
         refs |= (uint32_t)cb << TW__CB_SHIFT;
     } else {
@@ -118,8 +117,8 @@ void tw__handle_ref_unpublished(struct tw_handle *h)
  * timer this way: one locked instruction fewer per timer. */
 void tw__handle_unref(struct tw_handle *h)
 {
-    if ((atomic_load_explicit(&h->refs, memory_order_acquire) &
-         TW__REF_MASK) != 1) {
+    if ((atomic_load_explicit(&h->refs, memory_order_acquire) & TW__REF_MASK) !=
+        1) {
         tw__hb_release(h);
         if ((atomic_fetch_sub_explicit(&h->refs, 1, memory_order_acq_rel) &
              TW__REF_MASK) != 1)
@@ -130,7 +129,8 @@ void tw__handle_unref(struct tw_handle *h)
 }
 
 /* Move h from the word *w to state `to` (bumping the generation if bump),
- * keeping the flags (TW__WAITERS, TW__CQ, TW__ORPHAN); on failure *w is the word found. */
+ * keeping the flags (TW__WAITERS, TW__CQ, TW__ORPHAN); on failure *w is the
+ * word found. */
 bool tw__handle_cas(struct tw_handle *h, uint32_t *w, int to, bool bump)
 {
     bool won;
@@ -410,10 +410,9 @@ static inline bool cancel_release_fast(struct tw_handle *h, uint32_t *w)
     struct tw__stripe *st;
     struct tw__rings *r;
 
-    if (i >= TW__STRIPES ||
-        !atomic_compare_exchange_strong_explicit(
-            &h->word, w, TW__CQ | TW__CANCELLING, memory_order_seq_cst,
-            memory_order_acquire))
+    if (i >= TW__STRIPES || !atomic_compare_exchange_strong_explicit(
+                                &h->word, w, TW__CQ | TW__CANCELLING,
+                                memory_order_seq_cst, memory_order_acquire))
         return false;
     drop_caller_held(h);
     s = tw__svc(h);

@@ -21,9 +21,10 @@
  * builds they reach a user's TSan runtime through weak references).
  *
  * A pop can find a producer half-way through a push (tail exchanged, link
- * not yet written). tw__mpsc_pop() then reports TW__MPSC_BUSY instead of spinning,
- * so the worker can do something else and come back; tw__mpsc_pop_wait() is for
- * the quiescent drain at stop, when every push has completed.
+ * not yet written). tw__mpsc_pop() then reports TW__MPSC_BUSY instead of
+ * spinning, so the worker can do something else and come back;
+ * tw__mpsc_pop_wait() is for the quiescent drain at stop, when every push has
+ * completed.
  */
 #ifndef TW_SERVICE_MPSC_H
 #define TW_SERVICE_MPSC_H

@@ -82,8 +82,8 @@ struct tw__rings *tw__rings_make(struct tw_service *s)
     r = atomic_load_explicit(&s->rings[i], memory_order_relaxed);
     if (r)
         return r;
-    if (atomic_load_explicit(&s->ringless, memory_order_relaxed) &
-        UINT64_C(1) << i)
+    if (atomic_load_explicit(&s->ringless, memory_order_relaxed) & UINT64_C(1)
+                                                                       << i)
         return NULL;
     return make(s, i);
 }

@@ -48,7 +48,8 @@ TW_PUBLIC void tw_service_config_init(struct tw_service_config *cfg,
  * it cannot keep up with the clock (a 1 ns tick fell 31 s behind). */
 static uint64_t tick_of(const struct tw_service_config *c)
 {
-    if (c->mode == TW_HASHED && c->tick_ns && c->tick_ns < TW_SERVICE_MIN_HASHED_TICK_NS)
+    if (c->mode == TW_HASHED && c->tick_ns &&
+        c->tick_ns < TW_SERVICE_MIN_HASHED_TICK_NS)
         return TW_SERVICE_MIN_HASHED_TICK_NS;
     return c->tick_ns;
 }
@@ -73,9 +74,9 @@ static int make_wheel(struct tw_service *s, const struct tw_service_config *c)
     s->catchup = c->catchup;
     s->max_pending = c->max_pending;
     s->max_lag = c->max_lag_ns;
-    atomic_init(&s->avail, (int_fast64_t)(c->max_pending > INT64_MAX
-                                               ? INT64_MAX
-                                               : c->max_pending));
+    atomic_init(&s->avail,
+                (int_fast64_t)(c->max_pending > INT64_MAX ? INT64_MAX
+                                                          : c->max_pending));
     return rc;
 }
 
@@ -290,8 +291,8 @@ static void hand_back(struct tw_service *s, struct tw_handle *h,
 
 /* Hand h back unless a cancel got it first (waiting out a re-arm or cancel
  * in progress). */
-static void claim(struct tw_service *s, struct tw_handle *h,
-                  tw_handback_fn *fn, void *ctx)
+static void claim(struct tw_service *s, struct tw_handle *h, tw_handback_fn *fn,
+                  void *ctx)
 {
     for (;;) {
         uint32_t w = tw__handle_settle(h);

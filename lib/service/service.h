@@ -37,10 +37,10 @@
  * worker and the executor.
  *
  * A handle's state word (32 bits: the state in the low 4, TW__WAITERS,
- * TW__CQ, TW__ORPHAN, a generation above, bumped by every re-arm) changes only by
- * compare-and-swap, so every race has a single winner; the generation
- * makes a worker that read a deadline and then claims the timer fail if a
- * re-arm came in between:
+ * TW__CQ, TW__ORPHAN, a generation above, bumped by every re-arm) changes only
+ * by compare-and-swap, so every race has a single winner; the generation makes
+ * a worker that read a deadline and then claims the timer fail if a re-arm came
+ * in between:
  *
  *   PENDING --worker--> RUNNING (no executor) or DISPATCHED (executor)
  *   DISPATCHED --executor--> RUNNING
@@ -128,8 +128,8 @@
 
 #include "mpsc.h"
 #include "ring.h"
-#include "tsan.h"
 #include "timewheel/service.h"
+#include "tsan.h"
 
 enum tw__hstate {
     TW__PENDING,
@@ -230,8 +230,8 @@ struct tw_handle {
         struct tw_timer timer;
         /* The same bytes as the service names them. */
         struct {
-            struct tw_link wheel_link; /* timer.link: never used by name */
-            union {                    /* timer.deadline, while out */
+            struct tw_link wheel_link;      /* timer.link: never used by name */
+            union {                         /* timer.deadline, while out */
                 struct cds_wfcq_node qnode; /* in newq (custody) */
                 struct tw_handle *next;     /* or in a list of ours */
             };
@@ -337,7 +337,8 @@ static inline enum tw_period tw__kind(const struct tw_handle *h)
 #define TW__CREDIT_CHUNK 64
 
 struct tw__stripe {
-    _Alignas(TW__CACHE_LINE) atomic_uint_fast64_t inside; /* calls in the gate */
+    _Alignas(TW__CACHE_LINE)
+        atomic_uint_fast64_t inside; /* calls in the gate */
     atomic_uint_fast64_t accepted;
     atomic_uint_fast64_t rejected;
     atomic_uint_fast64_t cancelled; /* cancels that won (tw_handle_cancel) */
@@ -399,7 +400,7 @@ struct tw_service {
     atomic_bool reap_wake;
     atomic_bool hinted; /* a re-arm to an earlier deadline sent a message */
     struct tw__mpsc newq;
-    struct tw__mpsc cancelq; /* struct tw__qmsg nodes */
+    struct tw__mpsc cancelq;                    /* struct tw__qmsg nodes */
     struct tw__stripe stripes[TW__STRIPES + 1]; /* the last: shared */
     /* Each owned stripe's rings (ring.c), made by its owner at its first
      * push; bit i of `ringed` says rings[i] holds some. Written once per
@@ -499,10 +500,12 @@ static inline uint32_t tw__with(uint32_t w, int to, bool bump)
  * x86): those who wait it out (tw__handle_settle) acquire, and
  * cancel-and-wait's sleep hand-shake is with the compare-and-swaps of the
  * moves out of a running state, never with this store. */
-static inline void tw__handle_put(struct tw_handle *h, uint32_t w, int to, bool bump)
+static inline void tw__handle_put(struct tw_handle *h, uint32_t w, int to,
+                                  bool bump)
 {
     tw__hb_release(h);
-    atomic_store_explicit(&h->word, tw__with(w, to, bump), memory_order_release);
+    atomic_store_explicit(&h->word, tw__with(w, to, bump),
+                          memory_order_release);
 }
 
 /* wait.c */
@@ -607,15 +610,15 @@ static inline bool tw__shared(const struct tw_service *s,
 /* Count one on counter c of stripe st, which this thread uses: a plain
  * load and a release store on its own stripe, an atomic add on the shared
  * one. The release orders the count after what it counts (gate.c). */
-static inline void tw__count(const struct tw_service *s,
-                             struct tw__stripe *st, atomic_uint_fast64_t *c)
+static inline void tw__count(const struct tw_service *s, struct tw__stripe *st,
+                             atomic_uint_fast64_t *c)
 {
     if (tw__shared(s, st))
         atomic_fetch_add_explicit(c, 1, memory_order_release);
     else
-        atomic_store_explicit(
-            c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-            memory_order_release);
+        atomic_store_explicit(c,
+                              atomic_load_explicit(c, memory_order_relaxed) + 1,
+                              memory_order_release);
 }
 
 /* This thread's rings in s (ring.c), made at its first push into s; NULL:
@@ -665,14 +668,12 @@ static inline void tw__worker_post(struct tw_service *s, struct tw_handle *h)
  * every call. */
 /* Add n to st's credit (the owner's plain store, or an atomic add). */
 static inline int_fast64_t tw__credit_add(struct tw_service *s,
-                                          struct tw__stripe *st,
-                                          int_fast64_t n)
+                                          struct tw__stripe *st, int_fast64_t n)
 {
     int_fast64_t c;
 
     if (tw__shared(s, st))
-        return atomic_fetch_add_explicit(&st->credit, n,
-                                         memory_order_relaxed) +
+        return atomic_fetch_add_explicit(&st->credit, n, memory_order_relaxed) +
                n;
     c = atomic_load_explicit(&st->credit, memory_order_relaxed) + n;
     atomic_store_explicit(&st->credit, c, memory_order_relaxed);
@@ -682,8 +683,7 @@ static inline int_fast64_t tw__credit_add(struct tw_service *s,
 /* A timer's slot is free again: into this thread's credit; a stripe that
  * gathers two chunks (a thread that lets go of more than it schedules, as
  * the worker does) returns one to the pool. */
-static inline void tw__give_back(struct tw_service *s,
-                                 struct tw__stripe *st)
+static inline void tw__give_back(struct tw_service *s, struct tw__stripe *st)
 {
     int_fast64_t c;
 
@@ -727,8 +727,7 @@ static inline void tw__gate_leave(struct tw_service *s, struct tw__stripe *st)
         atomic_store_explicit(&st->inside, 0, memory_order_release);
 }
 
-static inline struct tw__stripe *tw__gate_enter(struct tw_service *s,
-                                                 int *rc)
+static inline struct tw__stripe *tw__gate_enter(struct tw_service *s, int *rc)
 {
     struct tw__stripe *st = tw__stripe_mine(s);
 
@@ -810,9 +809,9 @@ unsigned tw__cb_index_slow(struct tw_service *s, tw_service_callback *cb);
 
 static inline unsigned tw__cb_hash(tw_service_callback *cb)
 {
-    return (unsigned)(((uint64_t)(uintptr_t)cb *
-                       UINT64_C(0x9e3779b97f4a7c15)) >>
-                      (64 - TW__CB_BITS));
+    return (
+        unsigned)(((uint64_t)(uintptr_t)cb * UINT64_C(0x9e3779b97f4a7c15)) >>
+                  (64 - TW__CB_BITS));
 }
 
 static inline unsigned tw__cb_index(struct tw_service *s,

@@ -18,8 +18,8 @@
 
 void tw__futex_wait(_Atomic uint32_t *word, uint32_t val)
 {
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, val, NULL,
-            NULL, 0);
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, val, NULL, NULL,
+            0);
 }
 
 void tw__futex_wake(_Atomic uint32_t *word)

@@ -128,7 +128,8 @@ Test(core_alloc, create_hier_fails_cleanly_at_every_allocation, .init = counted)
 }
 
 /* The wheel and its buckets. */
-Test(core_alloc, create_hashed_fails_cleanly_at_every_allocation, .init = counted)
+Test(core_alloc, create_hashed_fails_cleanly_at_every_allocation,
+     .init = counted)
 {
     static const uint32_t eight[] = {5};
     struct tw_config netty = model_config(TW_HASHED, NULL, 0, MS),

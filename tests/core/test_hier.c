@@ -228,9 +228,9 @@ Test(core_hier, wide_levels_place_by_due_tick)
         cr_assert(i == 2 || w->nexact < w->nlevels);
         for (int j = 0; j < 5; j++) {
             rec_init(&r[j], w);
-            cr_assert_eq(tw_schedule(w, &r[j].t, d[j] < starts[i] ? UINT64_MAX
-                                                                 : d[j]),
-                         0);
+            cr_assert_eq(
+                tw_schedule(w, &r[j].t, d[j] < starts[i] ? UINT64_MAX : d[j]),
+                0);
             wheel_ok(w);
         }
         cr_assert_eq(tw_advance(w, UINT64_MAX), 5);
@@ -255,12 +255,9 @@ Test(core_hier, reciprocal_slot_equals_the_division)
         unsigned levels;
         uint64_t tick, start;
     } cases[] = {
-        {clock, 4, MS, 0},
-        {clock, 4, 999983, UINT64_MAX / 3},
-        {odd, 5, 1, 12345},
-        {pow2, 6, MS, 1},
-        {wide, 3, 1, 0},
-        {wide, 3, UINT64_MAX / 4097 / 4097 / 4097, 7},
+        {clock, 4, MS, 0},  {clock, 4, 999983, UINT64_MAX / 3},
+        {odd, 5, 1, 12345}, {pow2, 6, MS, 1},
+        {wide, 3, 1, 0},    {wide, 3, UINT64_MAX / 4097 / 4097 / 4097, 7},
     };
     uint64_t x = 88172645463325252u; /* xorshift64 state */
 
@@ -304,8 +301,7 @@ Test(core_hier, reciprocal_slot_equals_the_division)
                 x ^= x >> 7;
                 x ^= x << 17;
                 n = x % span;
-                cr_assert_eq(tw__place_slot(p, p->org_ns + n),
-                             n / p->width_ns);
+                cr_assert_eq(tw__place_slot(p, p->org_ns + n), n / p->width_ns);
             }
         }
         tw_destroy(w);
@@ -356,7 +352,7 @@ Test(core_hier, rearm_into_and_out_of_levels_placed_by_due_tick)
 struct chain {
     struct tw_timer t;
     struct tw_wheel *w;
-    int order;           /* position in the firing order, from 1 */
+    int order;            /* position in the firing order, from 1 */
     struct tw_timer *add; /* scheduled by this callback, if set */
     uint64_t add_at;
 };
@@ -384,7 +380,7 @@ Test(core_hier, single_timers_expire_in_order_across_a_jump)
     struct tw_wheel *w = wheel_new(TW_HIER);
     struct chain c[6];
     struct rec later, inside;
-    const uint64_t at[6] = {5 * DAY + 7,     2 * DAY + 3 * SEC, 9 * DAY,
+    const uint64_t at[6] = {5 * DAY + 7,       2 * DAY + 3 * SEC, 9 * DAY,
                             29 * DAY + 1 * MS, 2 * DAY + 4 * SEC, 17 * DAY};
 
     fired_so_far = 0;

@@ -76,7 +76,8 @@ Test(core_hier_edges, one_level_of_64_slots_covers_all_time, .init = guarded)
     collect_last_slot(64, UINT64_MAX / 63 + 1, 0);
 }
 
-Test(core_hier_edges, one_level_of_1024_ms_slots_near_end_of_time, .init = guarded)
+Test(core_hier_edges, one_level_of_1024_ms_slots_near_end_of_time,
+     .init = guarded)
 {
     collect_last_slot(1024, MS, UINT64_MAX - 1023 * MS);
 }

@@ -19,9 +19,8 @@ static void nop(struct tw_timer *t, void *arg)
  * (core.h also asserts it at compile time on 64-bit targets). */
 Test(core_timer, size_fits_40_bytes)
 {
-    cr_assert_leq(sizeof(struct tw_timer), 5 * sizeof(void *) > 40
-                                               ? 5 * sizeof(void *)
-                                               : 40);
+    cr_assert_leq(sizeof(struct tw_timer),
+                  5 * sizeof(void *) > 40 ? 5 * sizeof(void *) : 40);
     if (sizeof(void *) == 8)
         cr_assert_eq(sizeof(struct tw_timer), 40);
 }

@@ -18,13 +18,13 @@
 
 struct preq {
     struct tw_delayed op;
-    atomic_bool ready;       /* try_complete's answer */
-    atomic_int tries;        /* try_complete calls */
-    atomic_int completes;    /* on_complete calls */
-    atomic_int expires;      /* on_expire calls */
-    atomic_int handed_back;  /* handback calls */
-    int expired_first;       /* on_complete saw on_expire before it */
-    int state_in_complete;   /* tw_delayed_state() inside on_complete */
+    atomic_bool ready;      /* try_complete's answer */
+    atomic_int tries;       /* try_complete calls */
+    atomic_int completes;   /* on_complete calls */
+    atomic_int expires;     /* on_expire calls */
+    atomic_int handed_back; /* handback calls */
+    int expired_first;      /* on_complete saw on_expire before it */
+    int state_in_complete;  /* tw_delayed_state() inside on_complete */
     /* Optional: flip ready to true at this try (1-based); 0: never. */
     int ready_at_try;
     /* Optional: a call made from inside try_complete, and its answer. */
@@ -108,9 +108,10 @@ static inline struct tw_purgatory *purgatory_on_wheel(struct tw_wheel *w)
     return p;
 }
 
-static inline void stats_are(struct tw_purgatory *p, uint64_t watched, uint64_t completed,
-               uint64_t expired, uint64_t cancelled, uint64_t returned,
-               uint64_t watching, uint64_t keys)
+static inline void stats_are(struct tw_purgatory *p, uint64_t watched,
+                             uint64_t completed, uint64_t expired,
+                             uint64_t cancelled, uint64_t returned,
+                             uint64_t watching, uint64_t keys)
 {
     struct tw_purgatory_stats st;
 

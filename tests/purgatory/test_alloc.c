@@ -25,8 +25,8 @@ static void *counting_alloc(void *ctx, size_t size)
     void *p;
 
     (void)ctx;
-    if (atomic_load(&fail_at) && atomic_fetch_add(&allocs, 1) + 1 ==
-                                     atomic_load(&fail_at))
+    if (atomic_load(&fail_at) &&
+        atomic_fetch_add(&allocs, 1) + 1 == atomic_load(&fail_at))
         return NULL;
     p = malloc(size);
     if (p) {

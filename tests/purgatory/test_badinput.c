@@ -130,9 +130,9 @@ Test(purgatory_badinput, empty_null_or_huge_key)
     cr_assert_eq(tw_purgatory_check(purg, "", 0), -EINVAL);
     cr_assert_eq(tw_purgatory_check(purg, NULL, 1), -EINVAL);
     cr_assert_eq(tw_purgatory_check(purg, huge, sizeof(huge)), -E2BIG);
-    cr_assert_eq(tw_purgatory_cancel_key(purg, huge, sizeof(huge),
-                                         preq_handback, NULL),
-                 -E2BIG);
+    cr_assert_eq(
+        tw_purgatory_cancel_key(purg, huge, sizeof(huge), preq_handback, NULL),
+        -E2BIG);
     cr_assert_eq(tw_delayed_state(&r.op), TW_DELAYED_IDLE);
     cr_assert_eq(r.tries, 0);
     stats_are(purg, 0, 0, 0, 0, 0, 0, 0);
@@ -156,9 +156,9 @@ Test(purgatory_badinput, too_many_keys)
         k[i].bytes = name[i];
     }
     preq_init(&r, purg);
-    cr_assert_eq(tw_purgatory_watch(purg, &r.op, k, TW_PURGATORY_MAX_KEYS + 1,
-                                    SEC),
-                 -E2BIG);
+    cr_assert_eq(
+        tw_purgatory_watch(purg, &r.op, k, TW_PURGATORY_MAX_KEYS + 1, SEC),
+        -E2BIG);
     cr_assert_eq(tw_delayed_state(&r.op), TW_DELAYED_IDLE);
     stats_are(purg, 0, 0, 0, 0, 0, 0, 0);
     cr_assert_eq(
@@ -312,7 +312,8 @@ Test(purgatory_badinput, other_null_arguments)
     cr_assert_null(tw_purgatory_create(NULL, &err));
     cr_assert_eq(err, -EINVAL);
     tw_purgatory_config_init(&cfg);
-    cr_assert_null(tw_purgatory_create(&cfg, &err), "neither wheel nor service");
+    cr_assert_null(tw_purgatory_create(&cfg, &err),
+                   "neither wheel nor service");
     cr_assert_eq(err, -EINVAL);
     cfg.wheel = wheel;
     cfg.service = (struct tw_service *)wheel; /* never touched: refused */

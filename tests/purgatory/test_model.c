@@ -56,12 +56,11 @@ static void agree(struct tw_purgatory *p, long step)
         struct mop *m = &model[i];
         struct preq *r = &real[i];
 
-        cr_assert_eq(tw_delayed_state(&r->op), m->state, "step %ld op %d",
-                     step, i);
+        cr_assert_eq(tw_delayed_state(&r->op), m->state, "step %ld op %d", step,
+                     i);
         cr_assert_eq(r->completes, m->completes, "step %ld op %d", step, i);
         cr_assert_eq(r->expires, m->expires, "step %ld op %d", step, i);
-        cr_assert_eq(r->handed_back, m->handed_back, "step %ld op %d", step,
-                     i);
+        cr_assert_eq(r->handed_back, m->handed_back, "step %ld op %d", step, i);
         watched += m->state == TW_DELAYED_WATCHED;
     }
     cr_assert_eq(tw_purgatory_stats(p, &st), 0);

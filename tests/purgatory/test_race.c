@@ -23,8 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "util.h"
 #include "timewheel.h"
+#include "util.h"
 
 #define THREADS 4
 #define NKEYS 1000
@@ -148,15 +148,15 @@ static void step(struct worker *w, long lo, long j)
     cr_assert(rc == 0 || rc == 1, "watch: %d", rc);
     /* A recent one, so that completions keep up with the timeouts at any
      * speed (plain, TSan, valgrind). */
-    m = &g->ops[j - (long)(next(&w->rng) % (uint64_t)(j - lo < 64 ? j - lo + 1
-                                                                  : 64))];
+    m = &g->ops[j - (long)(next(&w->rng) %
+                           (uint64_t)(j - lo < 64 ? j - lo + 1 : 64))];
     atomic_store(&m->ready, true);
     key = m->key[next(&w->rng) % m->nkeys];
     cr_assert_geq(tw_purgatory_check(g->p, g->names[key], g->lens[key]), 0);
     if (next(&w->rng) % 500 == 0) {
         key = (uint16_t)(next(&w->rng) % NKEYS);
-        cr_assert_geq(tw_purgatory_cancel_key(g->p, g->names[key],
-                                              g->lens[key], handback, NULL),
+        cr_assert_geq(tw_purgatory_cancel_key(g->p, g->names[key], g->lens[key],
+                                              handback, NULL),
                       0);
         atomic_fetch_add(&g->cancel_calls, 1);
     }

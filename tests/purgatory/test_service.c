@@ -179,9 +179,9 @@ Test(purgatory_service, stop_hands_back_and_refuses_later_watches)
 
     for (int i = 0; i < 20; i++) {
         preq_init(&r[i], p);
-        cr_assert_eq(tw_purgatory_watch(p, &r[i].op, k, 1 + (size_t)(i % 2),
-                                        3600 * SEC),
-                     0);
+        cr_assert_eq(
+            tw_purgatory_watch(p, &r[i].op, k, 1 + (size_t)(i % 2), 3600 * SEC),
+            0);
     }
     cr_assert_eq(tw_purgatory_stop(p, preq_handback, NULL), 20);
     for (int i = 0; i < 20; i++)
@@ -204,8 +204,7 @@ Test(purgatory_service, cancel_key_hands_back_over_the_service)
         preq_init(&r[i], p);
         cr_assert_eq(tw_purgatory_watch(p, &r[i].op, &k, 1, 50 * MS), 0);
     }
-    cr_assert_eq(tw_purgatory_cancel_key(p, "gone", 4, preq_handback, NULL),
-                 5);
+    cr_assert_eq(tw_purgatory_cancel_key(p, "gone", 4, preq_handback, NULL), 5);
     sleep_ns(100 * MS); /* past the cancelled timeouts */
     for (int i = 0; i < 5; i++) {
         cr_assert_eq(r[i].handed_back, 1);

@@ -188,8 +188,7 @@ Test(purgatory, cancel_key_hands_back_uncompleted)
     cr_assert_eq(tw_purgatory_watch(f.p, &r[0].op, ab, 2, SEC), 0);
     cr_assert_eq(tw_purgatory_watch(f.p, &r[1].op, ab, 1, SEC), 0);
     cr_assert_eq(tw_purgatory_watch(f.p, &r[2].op, &b, 1, SEC), 0);
-    cr_assert_eq(tw_purgatory_cancel_key(f.p, "a", 1, preq_handback, NULL),
-                 2);
+    cr_assert_eq(tw_purgatory_cancel_key(f.p, "a", 1, preq_handback, NULL), 2);
     for (int i = 0; i < 2; i++) {
         cr_assert_eq(r[i].handed_back, 1);
         cr_assert_eq(r[i].completes + r[i].expires, 0);
@@ -197,8 +196,7 @@ Test(purgatory, cancel_key_hands_back_uncompleted)
     /* r[0] left b too; r[2] is still watched on b, with its timeout. */
     stats_are(f.p, 3, 0, 0, 2, 0, 1, 1);
     cr_assert_eq(tw_pending(f.w), 1);
-    cr_assert_eq(tw_purgatory_cancel_key(f.p, "a", 1, preq_handback, NULL),
-                 0);
+    cr_assert_eq(tw_purgatory_cancel_key(f.p, "a", 1, preq_handback, NULL), 0);
     tw_advance(f.w, 2 * SEC);
     cr_assert_eq(r[0].completes + r[1].completes, 0, "timeouts cancelled");
     cr_assert_eq(r[2].expires, 1);

@@ -26,7 +26,6 @@
  * a callback that never runs fails the test. */
 #define PATIENCE (10 * SEC)
 
-
 static void counted(void)
 {
     alloc_install(false);

@@ -75,14 +75,12 @@ static void ignore(struct tw_handle *h, void *arg)
 
 /* The size of the block the next schedule allocates (its handle); 0 when
  * it also took a new block for its ring (every 511 schedules). */
-static unsigned long scheduled_size(struct tw_service *s, uint64_t delay,
-                                    int i)
+static unsigned long scheduled_size(struct tw_service *s, uint64_t delay, int i)
 {
     unsigned long calls = atomic_load(&alloc_log.calls);
 
-    cr_assert_eq(tw_service_schedule(s, delay, cbs[i], (void *)(intptr_t)i,
-                                     NULL),
-                 0);
+    cr_assert_eq(
+        tw_service_schedule(s, delay, cbs[i], (void *)(intptr_t)i, NULL), 0);
     if (atomic_load(&alloc_log.calls) != calls + 1)
         return 0;
     return atomic_load(&alloc_log.last_size);
@@ -108,8 +106,7 @@ static int schedule_all(struct tw_service *s, uint64_t delay, int *sizes)
     return n;
 }
 
-Test(service_callbacks, more_than_the_table_each_run_their_own,
-     .init = counted)
+Test(service_callbacks, more_than_the_table_each_run_their_own, .init = counted)
 {
     struct tw_service *s = default_service(TW_HIER);
     int sizes, small = schedule_all(s, MS, &sizes);
@@ -175,9 +172,9 @@ static void *race(void *arg)
     for (int k = 0; k < FEW; k++) {
         int i = (k * (2 * t + 1) + t) % FEW;
 
-        cr_assert_eq(tw_service_schedule(shared, MS, cbs[i],
-                                         (void *)(intptr_t)i, NULL),
-                     0);
+        cr_assert_eq(
+            tw_service_schedule(shared, MS, cbs[i], (void *)(intptr_t)i, NULL),
+            0);
     }
     return NULL;
 }

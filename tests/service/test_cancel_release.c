@@ -17,7 +17,6 @@
 
 #define HOUR (3600 * SEC)
 
-
 static void guarded(void)
 {
     alloc_install(true);
@@ -82,8 +81,7 @@ Test(service_cancel_release, pending_hashed, .init = guarded)
 }
 
 /* A one-shot that has run: 0, and the reference is still given back. */
-Test(service_cancel_release, after_it_ran_is_zero_and_releases,
-     .init = guarded)
+Test(service_cancel_release, after_it_ran_is_zero_and_releases, .init = guarded)
 {
     struct tw_service *s = service_pool(TW_HIER, 0);
     struct tw_handle *h = with_hook(s, 0, 0);

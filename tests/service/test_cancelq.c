@@ -47,15 +47,13 @@ static void identity(struct tw_service *s)
 {
     struct tw_service_stats st = stats(s);
 
-    cr_assert_eq(st.scheduled,
-                 st.completed + st.cancelled + st.returned + st.pending,
-                 "scheduled %llu, completed %llu, cancelled %llu, returned "
-                 "%llu, pending %llu",
-                 (unsigned long long)st.scheduled,
-                 (unsigned long long)st.completed,
-                 (unsigned long long)st.cancelled,
-                 (unsigned long long)st.returned,
-                 (unsigned long long)st.pending);
+    cr_assert_eq(
+        st.scheduled, st.completed + st.cancelled + st.returned + st.pending,
+        "scheduled %llu, completed %llu, cancelled %llu, returned "
+        "%llu, pending %llu",
+        (unsigned long long)st.scheduled, (unsigned long long)st.completed,
+        (unsigned long long)st.cancelled, (unsigned long long)st.returned,
+        (unsigned long long)st.pending);
 }
 
 /* Destroy s: every block back, none freed with the wrong size. */
@@ -119,12 +117,10 @@ Test(service_cancelq, cancels_without_rings_reap_through_the_queue,
 
     go_ringless(s);
     for (int i = 0; i < N; i++) {
-        struct tw_handle *h =
-            at(s, tw_service_now(s) + HOUR, count_run);
+        struct tw_handle *h = at(s, tw_service_now(s) + HOUR, count_run);
         unsigned long c = atomic_load(&alloc_log.calls);
 
-        cr_assert_eq(i % 2 ? tw_handle_cancel_release(h)
-                           : tw_handle_cancel(h),
+        cr_assert_eq(i % 2 ? tw_handle_cancel_release(h) : tw_handle_cancel(h),
                      1);
         cr_assert_eq(calls_since(c), 1, "cancel %d: one node", i);
         if (i % 2 == 0)

@@ -31,10 +31,10 @@
 
 struct crowd {
     struct tw_service *s;
-    atomic_int calling;  /* callers that have made their first call */
-    atomic_bool go;      /* every caller has: call without pause */
-    atomic_bool quit;    /* the test is done with them */
-    uint64_t give_up;    /* when they stop by themselves */
+    atomic_int calling;   /* callers that have made their first call */
+    atomic_bool go;       /* every caller has: call without pause */
+    atomic_bool quit;     /* the test is done with them */
+    uint64_t give_up;     /* when they stop by themselves */
     atomic_ulong refused; /* -ESHUTDOWN answers */
     atomic_ulong odd;     /* answers other than 0, -EAGAIN, -ESHUTDOWN */
 };
@@ -115,8 +115,8 @@ static void stop_under_crowd(struct tw_service *s, unsigned n)
     free(t);
     cr_assert(calling, "%d of %u callers called", atomic_load(&c.calling), n);
     cr_assert_lt(took, STOP_BOUND_NS,
-                 "stop took %.3f s with %u threads calling",
-                 (double)took / SEC, n);
+                 "stop took %.3f s with %u threads calling", (double)took / SEC,
+                 n);
     cr_assert_gt(atomic_load(&c.refused), 0, "no call met the closed gate");
     cr_assert_eq(atomic_load(&c.odd), 0);
     cr_assert_eq(tw_service_stats(s, &st), 0);
@@ -171,8 +171,7 @@ static void hold_all_cb(struct tw_handle *h, void *arg)
 
 /* The issue's second case: 62 executors (and the worker, and the test's
  * thread) own most stripes, so 24 request threads mostly share the last. */
-Test(service_gate, stop_returns_while_executors_own_the_stripes,
-     .timeout = 60)
+Test(service_gate, stop_returns_while_executors_own_the_stripes, .timeout = 60)
 {
     static int want = 62;
     struct tw_service *s = bounded_service((unsigned)want);

@@ -117,7 +117,8 @@ Test(service_lifecycle, submit_refuses_bad_input)
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 
-/* ---- re-arm ---------------------------------------------------------------- */
+/* ---- re-arm ----------------------------------------------------------------
+ */
 
 static void rearm_later(enum tw_mode mode, unsigned threads)
 {
@@ -142,7 +143,10 @@ static void rearm_later(enum tw_mode mode, unsigned threads)
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 
-Test(service_lifecycle, rearm_later_hier) { rearm_later(TW_HIER, 0); }
+Test(service_lifecycle, rearm_later_hier)
+{
+    rearm_later(TW_HIER, 0);
+}
 Test(service_lifecycle, rearm_later_hashed_executor)
 {
     rearm_later(TW_HASHED, 2);
@@ -169,9 +173,18 @@ static void rearm_earlier(enum tw_mode mode, unsigned threads)
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 
-Test(service_lifecycle, rearm_earlier_hier) { rearm_earlier(TW_HIER, 0); }
-Test(service_lifecycle, rearm_earlier_hashed) { rearm_earlier(TW_HASHED, 0); }
-Test(service_lifecycle, rearm_earlier_executor) { rearm_earlier(TW_HIER, 2); }
+Test(service_lifecycle, rearm_earlier_hier)
+{
+    rearm_earlier(TW_HIER, 0);
+}
+Test(service_lifecycle, rearm_earlier_hashed)
+{
+    rearm_earlier(TW_HASHED, 0);
+}
+Test(service_lifecycle, rearm_earlier_executor)
+{
+    rearm_earlier(TW_HIER, 2);
+}
 
 /* A one-shot callback re-arms its own handle: it runs again, each time not
  * before its new deadline, and the timer completes once. */
@@ -195,8 +208,14 @@ static void rearm_self(unsigned threads)
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 
-Test(service_lifecycle, rearm_from_own_callback) { rearm_self(0); }
-Test(service_lifecycle, rearm_from_own_callback_executor) { rearm_self(2); }
+Test(service_lifecycle, rearm_from_own_callback)
+{
+    rearm_self(0);
+}
+Test(service_lifecycle, rearm_from_own_callback_executor)
+{
+    rearm_self(2);
+}
 
 /* A periodic timer re-armed an hour out, then back to 10 ms: its next run
  * is there, and the grid continues from it. */
@@ -300,13 +319,13 @@ Test(service_lifecycle, rearm_racing_cancel_is_definite, .timeout = 60)
 {
     race_rearm_cancel(0);
 }
-Test(service_lifecycle, rearm_racing_cancel_is_definite_executor,
-     .timeout = 60)
+Test(service_lifecycle, rearm_racing_cancel_is_definite_executor, .timeout = 60)
 {
     race_rearm_cancel(2);
 }
 
-/* ---- cancel-and-wait ------------------------------------------------------- */
+/* ---- cancel-and-wait -------------------------------------------------------
+ */
 
 struct slow {
     atomic_int started;
@@ -380,7 +399,8 @@ Test(service_lifecycle, cancel_wait_bad_input_and_pending)
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 
-/* ---- the release hook ------------------------------------------------------ */
+/* ---- the release hook ------------------------------------------------------
+ */
 
 struct relrec {
     atomic_int released;

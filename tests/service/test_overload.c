@@ -200,7 +200,8 @@ Test(service_overload, cancel_counts_and_frees_its_slot_at_once)
     s = tw_service_create(&cfg, &err);
     cr_assert_not_null(s);
     for (int i = 0; i < 100; i++) {
-        cr_assert_eq(tw_service_schedule(s, HOUR, nop_cb, NULL, &h), 0, "%d", i);
+        cr_assert_eq(tw_service_schedule(s, HOUR, nop_cb, NULL, &h), 0, "%d",
+                     i);
         cr_assert_eq(tw_service_schedule(s, HOUR, nop_cb, NULL, NULL), -EAGAIN);
         cr_assert_eq(tw_handle_cancel(h), 1);
         cr_assert_eq(tw_service_stats(s, &st), 0);
@@ -258,7 +259,8 @@ Test(service_overload, hashed_tick_is_raised_to_1ms)
     cr_assert_eq(err, -EINVAL);
 }
 
-/* ---- stats under load ------------------------------------------------------- */
+/* ---- stats under load -------------------------------------------------------
+ */
 
 struct churner {
     struct tw_service *s;

@@ -38,7 +38,8 @@ static struct tw_handle *hour_out(struct tw_service *s)
 
 Test(service_registry, handles_reach_their_own_service)
 {
-    struct tw_service *a = default_service(TW_HIER), *b = default_service(TW_HIER);
+    struct tw_service *a = default_service(TW_HIER),
+                      *b = default_service(TW_HIER);
     struct tw_handle *ha = hour_out(a), *hb = hour_out(b);
 
     cr_assert_eq(tw_handle_cancel(hb), 1);

@@ -1,7 +1,7 @@
 /*
- * The threaded timer service (lib/service/): one test per behaviour. Order and never-early are asserted strictly; lateness only
- * loosely (LATE_NS), because CI runs these on a loaded two-core machine and
- * under the sanitizers.
+ * The threaded timer service (lib/service/): one test per behaviour. Order and
+ * never-early are asserted strictly; lateness only loosely (LATE_NS), because
+ * CI runs these on a loaded two-core machine and under the sanitizers.
  */
 #include <criterion/criterion.h>
 #include <errno.h>

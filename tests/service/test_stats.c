@@ -74,8 +74,8 @@ static void *producer(void *arg)
     uint64_t i = 0;
 
     while (!atomic_load_explicit(&f->quit, memory_order_relaxed)) {
-        int rc = tw_service_schedule(f->s, (i++ % 2000) * 1000, nop_cb, NULL,
-                                     NULL);
+        int rc =
+            tw_service_schedule(f->s, (i++ % 2000) * 1000, nop_cb, NULL, NULL);
 
         if (rc && rc != -EAGAIN)
             atomic_fetch_add_explicit(&f->odd, 1, memory_order_relaxed);
@@ -124,8 +124,9 @@ Test(service_stats, pending_is_a_number_that_was_pending, .timeout = 60)
               (unsigned long long)samples, (unsigned long long)st.pending,
               MAX_PENDING, seen, (unsigned long long)st.scheduled,
               (unsigned long long)(st.completed + st.cancelled + st.returned));
-    cr_assert_eq(atomic_load(&f.odd), 0, "schedule answered other than 0 "
-                                         "or -EAGAIN");
+    cr_assert_eq(atomic_load(&f.odd), 0,
+                 "schedule answered other than 0 "
+                 "or -EAGAIN");
     cr_assert_gt(atomic_load(&f.taken), MAX_PENDING, "the flood never filled");
     cr_assert_gt(top, 0, "no sample saw a pending timer");
     cr_log_info("%llu samples, pending at most %llu, handles alive at most "

@@ -39,7 +39,7 @@ struct lock {
     atomic_int inside;  /* renewals running now */
     atomic_int renewed; /* renewals run, this cycle */
     atomic_int released;
-    int violations;     /* a renewal that ran unheld or outlived the unlock */
+    int violations; /* a renewal that ran unheld or outlived the unlock */
 };
 
 static atomic_int total_violations;
@@ -96,8 +96,9 @@ static void *holder_main(void *arg)
         }
         /* One cycle in eight holds the lock until a renewal has run (5 ms
          * at most), so unlocks meet renewals that are running. */
-        for (int spin = 0; (i & 7) == 0 && spin < 5000 &&
-                           !atomic_load(&l->renewed) && !atomic_load(&l->inside);
+        for (int spin = 0;
+             (i & 7) == 0 && spin < 5000 && !atomic_load(&l->renewed) &&
+             !atomic_load(&l->inside);
              spin++)
             sleep_ns(1000);
         if (atomic_load(&l->inside))
@@ -157,7 +158,8 @@ Test(service_watchdog, no_renewal_after_cancel_wait, .timeout = 120)
     cr_assert_gt(renewals, cycles / 16, "renewals must really run");
 }
 
-/* ---- lifecycle stress ------------------------------------------------------- */
+/* ---- lifecycle stress -------------------------------------------------------
+ */
 
 #define SLOTS 256
 #define WORKERS 3

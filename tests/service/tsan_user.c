@@ -13,16 +13,22 @@
 #include <stdlib.h>
 #include <timewheel/service.h>
 
-struct job { int in; int out; };
+struct job {
+    int in;
+    int out;
+};
 
 static void cb(struct tw_handle *h, void *arg)
 {
     struct job *j = arg;
     (void)h;
-    j->out = j->in + 1;      /* reads what the scheduler wrote */
+    j->out = j->in + 1; /* reads what the scheduler wrote */
 }
 
-static void release(void *arg) { free(arg); }
+static void release(void *arg)
+{
+    free(arg);
+}
 
 int main(void)
 {
@@ -34,11 +40,11 @@ int main(void)
     for (int i = 0; i < 200; i++) {
         struct job *j = malloc(sizeof *j);
         struct tw_handle *h;
-        j->in = i;                                   /* before schedule */
+        j->in = i; /* before schedule */
         tw_service_schedule(s, 0, cb, j, &h);
         while (tw_handle_query(h) != TW_HANDLE_DONE)
             ;
-        if (j->out != i + 1)                          /* after DONE */
+        if (j->out != i + 1) /* after DONE */
             return 1;
         tw_handle_release(h);
         free(j);
@@ -49,11 +55,12 @@ int main(void)
         for (volatile int k = 0; k < 20000; k++)
             ;
         tw_handle_cancel_wait(h);
-        j->in = -1;                                   /* after cancel-and-wait */
+        j->in = -1; /* after cancel-and-wait */
         tw_handle_release(h);
         free(j);
         /* release hook */
-        struct tw_timer_spec sp = {.deadline = tw_service_now(s), .cb = cb, .release = release};
+        struct tw_timer_spec sp = {
+            .deadline = tw_service_now(s), .cb = cb, .release = release};
         j = malloc(sizeof *j);
         j->in = i;
         sp.arg = j;
