@@ -100,7 +100,7 @@ MEMCHECK_DIR := $(BUILD)/memcheck
 # would break, and TSan and the soak cover its threads.
 # The store's (store*) are timing tests over RocksDB, far too slow under
 # valgrind: ASan and the crash harness cover them.
-MEMCHECK_FILTER := !(service*|badinput_service|badinput_oom|core_badinput_oom|store*)/*
+MEMCHECK_FILTER := !(service*|core_badinput_oom|store*)/*
 # Random operations per differential test (the default is 180000).
 MEMCHECK_OPS ?= 20000
 # The system allocator, so that memcheck sees every block: jemalloc's

@@ -214,7 +214,7 @@ struct tw_service;
  * The wheel's deadline (when the worker will next look at the timer) and
  * the requested one (when it should run) are two fields because the lazy
  * re-arm writes the second from any thread while the timer sits in the
- * wheel at the first (docs/service.md, "48 bytes").
+ * wheel at the first (docs/benchmarks.md, History, "48 bytes").
  */
 #define TW__REF_MASK 0x3u
 #define TW__HF_TAIL 0x4u        /* a struct tw__handle_tail follows */

@@ -32,7 +32,7 @@ static void fx_free(struct fixture *f)
     cr_assert_eq(tw_destroy(f->w), 0);
 }
 
-Test(purgatory, completes_at_once_without_watching)
+Test(purgatory_watch, completes_at_once_without_watching)
 {
     struct fixture f = fx_new();
     struct tw_key k = pkey("orders-3");
@@ -50,7 +50,7 @@ Test(purgatory, completes_at_once_without_watching)
     fx_free(&f);
 }
 
-Test(purgatory, check_completes_a_watched_operation_once)
+Test(purgatory_watch, check_completes_a_watched_operation_once)
 {
     struct fixture f = fx_new();
     struct tw_key k = pkey("orders-3");
@@ -81,7 +81,7 @@ Test(purgatory, check_completes_a_watched_operation_once)
     fx_free(&f);
 }
 
-Test(purgatory, check_of_another_key_does_not_try)
+Test(purgatory_watch, check_of_another_key_does_not_try)
 {
     struct fixture f = fx_new();
     struct tw_key k = pkey("orders-3");
@@ -97,7 +97,7 @@ Test(purgatory, check_of_another_key_does_not_try)
     fx_free(&f);
 }
 
-Test(purgatory, check_returns_how_many_completed)
+Test(purgatory_watch, check_returns_how_many_completed)
 {
     struct fixture f = fx_new();
     struct tw_key k = pkey("t-0");
@@ -117,7 +117,7 @@ Test(purgatory, check_returns_how_many_completed)
     fx_free(&f);
 }
 
-Test(purgatory, completion_leaves_every_key)
+Test(purgatory_watch, completion_leaves_every_key)
 {
     struct fixture f = fx_new();
     struct tw_key k[3] = {pkey("a"), pkey("b"), pkey("c")};
@@ -136,7 +136,7 @@ Test(purgatory, completion_leaves_every_key)
     fx_free(&f);
 }
 
-Test(purgatory, timeout_expires_then_completes_once)
+Test(purgatory_watch, timeout_expires_then_completes_once)
 {
     struct fixture f = fx_new();
     struct tw_key k[2] = {pkey("a"), pkey("b")};
@@ -161,7 +161,7 @@ Test(purgatory, timeout_expires_then_completes_once)
 
 /* The event that makes the operation ready happens between the first try
  * and the watch: the try after watching catches it. */
-Test(purgatory, event_during_watch_is_not_missed)
+Test(purgatory_watch, event_during_watch_is_not_missed)
 {
     struct fixture f = fx_new();
     struct tw_key k = pkey("k");
@@ -177,7 +177,7 @@ Test(purgatory, event_during_watch_is_not_missed)
     fx_free(&f);
 }
 
-Test(purgatory, cancel_key_hands_back_uncompleted)
+Test(purgatory_watch, cancel_key_hands_back_uncompleted)
 {
     struct fixture f = fx_new();
     struct tw_key ab[2] = {pkey("a"), pkey("b")}, b = pkey("b");
@@ -207,7 +207,7 @@ Test(purgatory, cancel_key_hands_back_uncompleted)
     fx_free(&f);
 }
 
-Test(purgatory, stop_hands_back_every_watched_operation)
+Test(purgatory_watch, stop_hands_back_every_watched_operation)
 {
     struct fixture f = fx_new();
     struct tw_key k[4] = {pkey("x"), pkey("y"), pkey("z"), pkey("w")};
@@ -251,7 +251,7 @@ static void rewatch(struct tw_delayed *op, void *arg)
     }
 }
 
-Test(purgatory, on_complete_may_watch_again)
+Test(purgatory_watch, on_complete_may_watch_again)
 {
     struct fixture f = fx_new();
     struct tw_key k = pkey("k");
@@ -270,7 +270,7 @@ Test(purgatory, on_complete_may_watch_again)
 
 /* Many operations on many keys, a key count that makes the tables grow
  * and shrink, then all gone: no key and no timeout left behind. */
-Test(purgatory, many_keys_grow_and_shrink_the_tables)
+Test(purgatory_watch, many_keys_grow_and_shrink_the_tables)
 {
     enum { N = 3000 };
     struct fixture f = fx_new();

@@ -3,8 +3,8 @@
  * test checks: each test names the function and the kind of bad argument,
  * and asserts the documented answer and that the service is unharmed.
  *
- *   badinput_service  the threaded service's arguments
- *   badinput_oom      out of memory and out of threads, made real with an
+ *   service_badinput  the threaded service's arguments
+ *   service_badinput_oom      out of memory and out of threads, made real with an
  *                     address-space limit on the test's own process
  *                     (limit_address_space() in tests/util.c)
  */
@@ -20,7 +20,7 @@ static void count_cb(struct tw_handle *h, void *arg)
     (void)arg;
 }
 
-Test(badinput_service, create_refuses_what_tw_create_refuses)
+Test(service_badinput, create_refuses_what_tw_create_refuses)
 {
     static const uint32_t one[] = {1}, two[] = {64, 64};
     struct tw_service_config cfg;
@@ -43,7 +43,7 @@ Test(badinput_service, create_refuses_what_tw_create_refuses)
     cr_assert_null(tw_service_create(&cfg, NULL), "no err pointer");
 }
 
-Test(badinput_service, periodic_refusals)
+Test(service_badinput, periodic_refusals)
 {
     struct tw_service *s = default_service(TW_HIER);
     struct tw_handle *h = (struct tw_handle *)&s;
@@ -73,7 +73,7 @@ Test(badinput_service, periodic_refusals)
 }
 
 /* Stop with no function drops what it would hand back, and counts it. */
-Test(badinput_service, stop_without_handback_function)
+Test(service_badinput, stop_without_handback_function)
 {
     struct tw_service *s = default_service(TW_HASHED);
     struct tw_service_stats st;
@@ -100,7 +100,7 @@ static void destroy_in_fn(const struct tw_handback *t, void *ctx)
     *(int *)ctx = tw_service_destroy(*(struct tw_service **)t->arg);
 }
 
-Test(badinput_service, destroy_from_handback_is_refused)
+Test(service_badinput, destroy_from_handback_is_refused)
 {
     struct tw_service *s = default_service(TW_HIER);
     int rc = 1;
@@ -113,7 +113,7 @@ Test(badinput_service, destroy_from_handback_is_refused)
 
 /* ---- out of memory and out of threads ------------------------------------ */
 
-Test(badinput_oom, service_create_reports_enomem)
+Test(service_badinput_oom, service_create_reports_enomem)
 {
     static const uint32_t most[] = {TW_MAX_HASHED_SLOTS};
     struct tw_service_config cfg;
@@ -131,7 +131,7 @@ Test(badinput_oom, service_create_reports_enomem)
 /* Each executor thread needs a stack (8 MiB by default): a pool of 1024
  * cannot start within 64 MiB, and create reports pthread_create's error
  * after joining the threads it did start. */
-Test(badinput_oom, service_create_reports_thread_failure)
+Test(service_badinput_oom, service_create_reports_thread_failure)
 {
     struct tw_service_config cfg;
     struct tw_service *s;
