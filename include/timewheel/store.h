@@ -44,7 +44,10 @@
  * Threads: every function may be called from any thread, the delivery
  * callback included (it may ack, cancel and schedule). Delivery and done
  * callbacks run on the store's worker thread, one at a time, so a slow
- * callback delays commits: keep them short.
+ * callback delays commits: keep them short. An event loop that wants its
+ * deliveries on its own thread opens the store polled (cfg.polled): the
+ * worker then queues them, tw_store_fd() is readable while any wait, and
+ * the loop runs them with tw_store_poll().
  *
  * Errors are negative errno codes (strerror(-err) names them):
  *   -EINVAL     bad argument (NULL, payload too long, unknown config value)
@@ -113,7 +116,10 @@ typedef void tw_store_done_fn(struct tw_store_id id, int err, void *arg);
 /*
  * How to open a store. Fill it with tw_store_config_init(), then change
  * fields.
- *  deliver, deliver_arg  the delivery callback; required.
+ *  deliver, deliver_arg  the delivery callback, run on the worker;
+ *                 required unless polled, NULL if polled.
+ *  polled         queue deliveries for tw_store_poll() on the caller's
+ *                 thread instead (default false).
  *  commit_ns      a batch is synced at most this long after its first
  *                 operation (> 0).
  *  commit_ops     ... or as soon as it holds this many operations (> 0).
@@ -133,6 +139,7 @@ struct tw_store_config {
     uint32_t window_max;
     uint32_t deliver_rate;
     uint32_t queue_max;
+    bool polled;
 };
 
 /* Fill cfg with the defaults above and no callback. NULL is a no-op. */
@@ -142,7 +149,8 @@ TW_PUBLIC void tw_store_config_init(struct tw_store_config *cfg);
  * Open the store in directory dir, creating the directory (one level) and
  * the store if they do not exist, recover it, and start its worker.
  * Returns the store, or NULL and stores a negative errno in *err (when err
- * is not NULL): -EINVAL (NULL dir or cfg, no deliver, a zero bound), -EBUSY,
+ * is not NULL): -EINVAL (NULL dir or cfg, no deliver and not polled, a
+ * deliver and polled, a zero bound), -EBUSY,
  * -ENOTEMPTY, -EBADMSG, -ENOSPC, -EIO, -ENOMEM, or the errno of mkdir or
  * open (-EACCES, -ENOTDIR...).
  */
@@ -216,6 +224,27 @@ TW_PUBLIC int tw_store_schedule_durable(struct tw_store *s,
  * done).
  */
 TW_PUBLIC int tw_store_close(struct tw_store *s);
+
+/*
+ * Polled delivery (a store opened with cfg.polled), for an event loop:
+ * tw_store_fd() is a descriptor (an eventfd) that is readable while
+ * deliveries wait; the loop watches it (epoll, uv_poll_start(),
+ * event_new()) and calls tw_store_poll(), which runs up to max waiting
+ * deliveries through fn(s, id, payload, len, arg) on the calling thread,
+ * oldest deadline first, and returns how many ran; the descriptor stops
+ * being readable once none is left. fn may ack, cancel and schedule. A
+ * delivery still waiting at close, or not acknowledged, comes again after
+ * a reopen. The worker keeps a copy of each waiting payload; the window
+ * (window_max) bounds how many wait.
+ *
+ * tw_store_fd() returns the descriptor (the store owns it and closes it at
+ * close), or -EINVAL for a NULL or unpolled store. tw_store_poll() returns
+ * -EINVAL for a NULL s or fn, max 0, or an unpolled store. Any thread may
+ * poll; two polling at once each take the oldest left.
+ */
+TW_PUBLIC int tw_store_fd(const struct tw_store *s);
+TW_PUBLIC int64_t tw_store_poll(struct tw_store *s, tw_store_deliver_fn *fn,
+                                void *arg, uint64_t max);
 
 /* Timers the store holds, on disk, as of its last commit: every durable
  * schedule not yet durably cancelled or acknowledged, those of earlier

@@ -63,8 +63,8 @@ void tw_store_config_init(struct tw_store_config *cfg)
 
 static bool config_ok(const struct tw_store_config *c)
 {
-    return c && c->deliver && c->commit_ns && c->commit_ops && c->window_ns &&
-           c->window_max >= 16 && c->queue_max;
+    return c && !c->deliver == c->polled && c->commit_ns && c->commit_ops &&
+           c->window_ns && c->window_max >= 16 && c->queue_max;
 }
 
 /* Under s->mu: must the queue's batch be committed now? */
@@ -212,6 +212,7 @@ static int sync_init(struct tw_store *s)
 static void release(struct tw_store *s)
 {
     tw__window_fini(s);
+    tw__poll_fini(s);
     tw__db_batch_free(s->batch);
     tw__db_close(s->db);
     if (s->lockfd >= 0)
@@ -264,7 +265,10 @@ struct tw_store *tw_store_open(const char *dir,
     }
     s->cfg = *cfg;
     s->lockfd = -1;
+    s->evfd = -1;
     rc = sync_init(s);
+    if (rc == 0)
+        rc = tw__poll_init(s);
     if (rc == 0)
         rc = open_parts(s, dir);
     if (rc == 0 && pthread_create(&s->worker, NULL, worker_main, s) != 0)

@@ -16,6 +16,8 @@
  *   table.c   the id table: every timer in memory by id (open addressing).
  *   window.c  the in-memory window: loading from disk in deadline order,
  *             the core wheel, the due queue, rate-bounded delivery.
+ *   poll.c    polled delivery: a FIFO of copies and an eventfd for an
+ *             event loop's thread (cfg.polled).
  *
  * On disk (RocksDB, default column family), keys sort as time does:
  *   'T' deadline(8, big-endian) seq(8, big-endian) -> payload bytes
@@ -27,7 +29,8 @@
  *   NEW        in the batch being committed; not in the wheel
  *   ARMED      in the core wheel, its deadline ahead
  *   DUE        in the due queue, waiting for its turn (rate, order)
- *   DELIVERED  handed to the callback; waiting for an ack
+ *   DELIVERED  handed to the callback (or queued for the poller, a copy);
+ *              waiting for an ack
  * A cancel or ack removes it from whichever it is in once durable.
  */
 #ifndef TW_STORE_PRIVATE_H
@@ -206,6 +209,11 @@ struct tw_store {
     size_t loaded;      /* entries in memory in ARMED, DUE or DELIVERED */
     double tokens;      /* deliveries the rate allows now */
     uint64_t tokens_at; /* CLOCK_MONOTONIC of the last refill */
+
+    /* Polled delivery (poll.c): the FIFO under poll_mu, and its eventfd. */
+    pthread_mutex_t poll_mu;
+    struct tw__polled *polled_head, *polled_tail;
+    int evfd;
 };
 
 uint64_t tw__mono_ns(void);
@@ -218,6 +226,12 @@ int tw__ops_reserve(struct tw_store *s, size_t n);
 /* commit.c: commit ops[0..n) (the worker's batch); sets each op's err,
  * runs the done callbacks; returns 0 or the write's failure. */
 int tw__commit(struct tw_store *s, struct tw__op *ops, size_t n);
+
+/* poll.c: set up and release polled delivery (no-ops on a store that
+ * calls a function); queue a copy of e's delivery, false if no memory. */
+int tw__poll_init(struct tw_store *s);
+void tw__poll_fini(struct tw_store *s);
+bool tw__poll_push(struct tw_store *s, const struct tw__entry *e);
 
 /* window.c */
 int tw__window_init(struct tw_store *s);

@@ -212,11 +212,15 @@ static uint64_t deliver(struct tw_store *s)
             return WHEEL_TICK_NS; /* the wall clock stepped back */
         } else if (s->cfg.deliver_rate && s->tokens < 1) {
             return (uint64_t)((1 - s->tokens) * 1e9 / s->cfg.deliver_rate) + 1;
+        } else if (s->cfg.polled && !tw__poll_push(s, e)) {
+            return WHEEL_TICK_NS; /* no memory for the copy: try again */
         } else {
             s->due_head = e->next;
             s->tokens -= 1;
             e->state = TW__DELIVERED;
-            s->cfg.deliver(s, e->id, e->payload, e->len, s->cfg.deliver_arg);
+            if (!s->cfg.polled)
+                s->cfg.deliver(s, e->id, e->payload, e->len,
+                               s->cfg.deliver_arg);
         }
         if (!s->due_head)
             s->due_tail = NULL;

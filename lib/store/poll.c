@@ -1,0 +1,126 @@
+/*
+ * poll.c: polled delivery, for a store opened with cfg.polled.
+ *
+ * The worker does not call a delivery function: it copies each due timer's
+ * id and payload into a FIFO and the caller's thread takes them out with
+ * tw_store_poll(). An eventfd tells an event loop when to call: it is
+ * written when the FIFO goes from empty to not empty and drained when it
+ * goes back, both under the FIFO's own lock (not the store's, which the
+ * producers of operations take), so the descriptor is readable exactly
+ * while a delivery waits.
+ *
+ * A copy, not the timer's own entry: a cancel or an ack from another
+ * thread may free the entry on the worker while the delivery waits here.
+ * What waits here is in the DELIVERED state for the rest of the store, as
+ * a delivery made by a callback is; if the process dies before the loop
+ * acks it, it comes again after the reopen.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "store.h"
+
+struct tw__polled {
+    struct tw__polled *next;
+    struct tw_store_id id;
+    size_t len;
+    unsigned char payload[];
+};
+
+int tw__poll_init(struct tw_store *s)
+{
+    s->evfd = -1;
+    if (!s->cfg.polled)
+        return 0;
+    pthread_mutex_init(&s->poll_mu, NULL);
+    s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return s->evfd < 0 ? -errno : 0;
+}
+
+void tw__poll_fini(struct tw_store *s)
+{
+    struct tw__polled *p;
+
+    if (!s->cfg.polled)
+        return;
+    while ((p = s->polled_head)) {
+        s->polled_head = p->next;
+        free(p);
+    }
+    if (s->evfd >= 0)
+        close(s->evfd);
+    pthread_mutex_destroy(&s->poll_mu);
+}
+
+/* eventfd's counter: one write makes it readable, one read empties it. */
+static void signal_fd(int fd, bool on)
+{
+    uint64_t v = 1;
+    ssize_t rc = on ? write(fd, &v, sizeof v) : read(fd, &v, sizeof v);
+
+    (void)rc; /* EAGAIN: already in the state wanted */
+}
+
+bool tw__poll_push(struct tw_store *s, const struct tw__entry *e)
+{
+    struct tw__polled *p = malloc(sizeof *p + e->len);
+
+    if (!p)
+        return false;
+    p->next = NULL;
+    p->id = e->id;
+    p->len = e->len;
+    memcpy(p->payload, e->payload, e->len);
+    pthread_mutex_lock(&s->poll_mu);
+    if (s->polled_tail)
+        s->polled_tail->next = p;
+    else
+        s->polled_head = p;
+    s->polled_tail = p;
+    if (p == s->polled_head)
+        signal_fd(s->evfd, true);
+    pthread_mutex_unlock(&s->poll_mu);
+    return true;
+}
+
+/* The oldest waiting delivery, or NULL; the last one out drains the fd. */
+static struct tw__polled *pop(struct tw_store *s)
+{
+    struct tw__polled *p;
+
+    pthread_mutex_lock(&s->poll_mu);
+    p = s->polled_head;
+    if (p) {
+        s->polled_head = p->next;
+        if (!s->polled_head) {
+            s->polled_tail = NULL;
+            signal_fd(s->evfd, false);
+        }
+    }
+    pthread_mutex_unlock(&s->poll_mu);
+    return p;
+}
+
+int tw_store_fd(const struct tw_store *s)
+{
+    return s && s->cfg.polled ? s->evfd : -EINVAL;
+}
+
+int64_t tw_store_poll(struct tw_store *s, tw_store_deliver_fn *fn, void *arg,
+                      uint64_t max)
+{
+    int64_t n = 0;
+    struct tw__polled *p;
+
+    if (!s || !fn || !max || !s->cfg.polled)
+        return -EINVAL;
+    while ((uint64_t)n < max && (p = pop(s))) {
+        fn(s, p->id, p->payload, p->len, arg);
+        free(p);
+        n++;
+    }
+    return n;
+}

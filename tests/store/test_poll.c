@@ -1,0 +1,208 @@
+/*
+ * Polled delivery (lib/store/poll.c): an event loop gets its deliveries on
+ * its own thread, woken by the store's descriptor in a real epoll loop.
+ */
+#include <sys/epoll.h>
+
+#include "st.h"
+
+/* What a loop's poll saw: on which thread, when, in which order. */
+struct looprec {
+    size_t n;
+    struct tw_store_id id[16];
+    uint64_t at[16];
+    bool off_thread;
+    pthread_t self;
+};
+
+static void on_polled(struct tw_store *s, struct tw_store_id id,
+                      const void *payload, size_t len, void *arg)
+{
+    struct looprec *r = arg;
+
+    cr_assert_eq(len, sizeof(uint64_t));
+    cr_assert_eq(*(const uint64_t *)payload, id.deadline_ns, "its payload");
+    if (!pthread_equal(pthread_self(), r->self))
+        r->off_thread = true;
+    if (r->n < 16) {
+        r->id[r->n] = id;
+        r->at[r->n] = st_real();
+    }
+    r->n++;
+    cr_assert_eq(tw_store_ack(s, id, NULL, NULL), 0);
+}
+
+static struct tw_store *open_polled(const char *dir)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s;
+    int err = 1;
+
+    tw_store_config_init(&cfg);
+    cfg.polled = true;
+    s = tw_store_open(dir, &cfg, &err);
+    cr_assert_not_null(s, "open: %d", err);
+    return s;
+}
+
+/* Schedule one whose payload is its own deadline. */
+static void schedule_at(struct tw_store *s, uint64_t deadline)
+{
+    cr_assert_eq(tw_store_schedule_at(s, deadline, &deadline, sizeof deadline,
+                                      NULL, NULL, NULL),
+                 0);
+}
+
+/* The loop: sleep in epoll_wait on the store's fd until want deliveries
+ * ran (or 5 s passed); returns the epoll wake-ups. */
+static int run_loop(struct tw_store *s, struct looprec *r, size_t want)
+{
+    int ep = epoll_create1(EPOLL_CLOEXEC), wakeups = 0;
+    struct epoll_event ev = {.events = EPOLLIN}, out;
+    uint64_t end = st_mono() + 5000 * ST_MS;
+
+    cr_assert_geq(ep, 0);
+    cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, tw_store_fd(s), &ev), 0);
+    while (r->n < want && st_mono() < end) {
+        if (epoll_wait(ep, &out, 1, 1000) == 1) {
+            wakeups++;
+            cr_assert_geq(tw_store_poll(s, on_polled, r, 64), 1,
+                          "a wake-up with nothing to poll");
+        }
+    }
+    /* Drained: the descriptor is quiet again. */
+    cr_assert_eq(epoll_wait(ep, &out, 1, 0), 0);
+    close(ep);
+    return wakeups;
+}
+
+Test(store_poll, deliveries_run_on_the_loops_thread_in_deadline_order)
+{
+    char dir[64];
+    struct looprec r = {.self = pthread_self()};
+    struct tw_store *s;
+    uint64_t now = st_real();
+
+    st_mkdir(dir, sizeof dir);
+    s = open_polled(dir);
+    schedule_at(s, now + 120 * ST_MS);
+    schedule_at(s, now + 40 * ST_MS);
+    schedule_at(s, now + 80 * ST_MS);
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_geq(run_loop(s, &r, 3), 1);
+    cr_assert_eq(r.n, 3);
+    cr_assert_not(r.off_thread, "a delivery ran on another thread");
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert_geq(r.at[i], r.id[i].deadline_ns, "delivery %zu early", i);
+        if (i)
+            cr_assert_gt(r.id[i].deadline_ns, r.id[i - 1].deadline_ns);
+    }
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(tw_store_count(s), 0, "every ack durable");
+    cr_assert_eq(tw_store_close(s), 0);
+    st_rmdir(dir);
+}
+
+/* A delivery queued for the loop and never polled is not lost: it comes
+ * again after a reopen, and the fd of the new store says so. */
+Test(store_poll, unpolled_deliveries_come_again_after_reopen)
+{
+    char dir[64];
+    struct looprec r = {.self = pthread_self()};
+    struct tw_store *s;
+    struct epoll_event ev = {.events = EPOLLIN}, out;
+    int ep;
+
+    st_mkdir(dir, sizeof dir);
+    s = open_polled(dir);
+    schedule_at(s, st_real());
+    schedule_at(s, st_real() + ST_MS);
+    cr_assert_eq(tw_store_sync(s), 0);
+    ep = epoll_create1(EPOLL_CLOEXEC);
+    cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, tw_store_fd(s), &ev), 0);
+    cr_assert_eq(epoll_wait(ep, &out, 1, 5000), 1, "never readable");
+    close(ep);
+    cr_assert_eq(tw_store_close(s), 0);
+
+    s = open_polled(dir);
+    cr_assert_geq(run_loop(s, &r, 2), 1);
+    cr_assert_eq(r.n, 2);
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(tw_store_count(s), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    st_rmdir(dir);
+}
+
+/* max bounds one call; the rest wait, and the fd stays readable. */
+Test(store_poll, max_bounds_a_call)
+{
+    char dir[64];
+    struct looprec r = {.self = pthread_self()};
+    struct tw_store *s;
+    uint64_t end = st_mono() + 5000 * ST_MS;
+    struct epoll_event ev = {.events = EPOLLIN}, out;
+    int ep;
+
+    st_mkdir(dir, sizeof dir);
+    s = open_polled(dir);
+    for (int i = 0; i < 5; i++)
+        schedule_at(s, st_real());
+    cr_assert_eq(tw_store_sync(s), 0);
+    ep = epoll_create1(EPOLL_CLOEXEC);
+    cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, tw_store_fd(s), &ev), 0);
+    /* Wait until all five are queued: the worker hands them out at once. */
+    while (r.n == 0 && st_mono() < end) {
+        cr_assert_eq(epoll_wait(ep, &out, 1, 1000) >= 0, 1);
+        st_sleep_ms(50);
+        cr_assert_eq(tw_store_poll(s, on_polled, &r, 2), 2);
+    }
+    cr_assert_eq(r.n, 2);
+    cr_assert_eq(epoll_wait(ep, &out, 1, 0), 1, "three still wait");
+    cr_assert_eq(tw_store_poll(s, on_polled, &r, 100), 3);
+    cr_assert_eq(epoll_wait(ep, &out, 1, 0), 0);
+    cr_assert_eq(tw_store_poll(s, on_polled, &r, 100), 0);
+    close(ep);
+    cr_assert_eq(tw_store_close(s), 0);
+    st_rmdir(dir);
+}
+
+static void never(struct tw_store *s, struct tw_store_id id,
+                  const void *payload, size_t len, void *arg)
+{
+    (void)s, (void)id, (void)payload, (void)len, (void)arg;
+    cr_assert_fail("not a polled store");
+}
+
+Test(store_poll, bad_input)
+{
+    char dir[64];
+    struct st_rec rec;
+    struct tw_store_config cfg;
+    struct tw_store *s;
+    int err = 1;
+
+    st_mkdir(dir, sizeof dir);
+    st_rec_init(&rec, false);
+    cr_assert_eq(tw_store_fd(NULL), -EINVAL);
+    cr_assert_eq(tw_store_poll(NULL, never, NULL, 1), -EINVAL);
+    /* Both a function and polled, or neither: refused. */
+    tw_store_config_init(&cfg);
+    cfg.polled = true;
+    cfg.deliver = never;
+    cr_assert_null(tw_store_open(dir, &cfg, &err));
+    cr_assert_eq(err, -EINVAL);
+    tw_store_config_init(&cfg);
+    cr_assert_null(tw_store_open(dir, &cfg, &err));
+    cr_assert_eq(err, -EINVAL);
+    /* A store that calls a function has no fd and cannot be polled. */
+    s = st_open(dir, &rec);
+    cr_assert_eq(tw_store_fd(s), -EINVAL);
+    cr_assert_eq(tw_store_poll(s, never, NULL, 1), -EINVAL);
+    cr_assert_eq(tw_store_close(s), 0);
+    s = open_polled(dir);
+    cr_assert_eq(tw_store_poll(s, NULL, NULL, 1), -EINVAL);
+    cr_assert_eq(tw_store_poll(s, never, NULL, 0), -EINVAL);
+    cr_assert_eq(tw_store_poll(s, never, NULL, 1), 0, "nothing waits");
+    cr_assert_eq(tw_store_close(s), 0);
+    st_rmdir(dir);
+}
