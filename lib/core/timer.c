@@ -189,8 +189,11 @@ TW_PUBLIC int tw_rearm(struct tw_wheel *w, struct tw_timer *t,
      * its new deadline: the next advance re-examines every deferred
      * timer and places it by its deadline (advance.c), where this one
      * would have gone, and it is not due before then. A level placed by
-     * due tick has width_ns 0 and never matches. */
-    same = t->deadline - lo < p->width_ns;
+     * due tick has width_ns 0 and never matches. The test is two-sided:
+     * the slot that holds UINT64_MAX may reach past 2^64, and then a
+     * deadline far in the past (an expired timer's, 0 say) would land in
+     * its range modulo 2^64 and stay due (issue 22, defect 6). */
+    same = t->deadline >= lo && t->deadline - lo < p->width_ns;
     t->deadline = deadline;
     if (same)
         return 1;

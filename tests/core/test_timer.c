@@ -155,14 +155,19 @@ Test(core_timer, schedule_after_uses_wheel_time)
 /*
  * Issue 22, defect 6: a timer already due but not yet run (left on the
  * expired list by a bounded advance) re-armed to the end of time must wait
- * for it. The re-arm's same-slot shortcut kept it where it was when the
- * end of time's slot was the slot the old deadline had been in, so it ran
- * at the next advance. Both ways the clock gets near the end of time: a
- * wheel started there, and one started at 0 whose clock moved there.
+ * for it. The re-arm's same-slot shortcut compared the old deadline with
+ * the new slot's range modulo 2^64: the slot that holds UINT64_MAX may
+ * reach past 2^64, and an old deadline far in the past (0 here: scheduled
+ * already due) then fell in its range, so the timer stayed on the expired
+ * list and ran at the next advance with its deadline UINT64_MAX. Wheels
+ * started near the end of time, at 0 with the clock moved there, and at
+ * 0 with the clock still there.
  */
 static void due_timer_rearmed_to_end(enum tw_mode mode, uint64_t start,
-                                     uint64_t first)
+                                     uint64_t first, int which)
 {
+    uint64_t old;
+
     struct tw_wheel *w = wheel_new_at(mode, start);
     struct rec a, b;
 
@@ -171,8 +176,10 @@ static void due_timer_rearmed_to_end(enum tw_mode mode, uint64_t start,
     rec_init(&b, w);
     if (first)
         cr_assert_eq(tw_advance(w, first), 0);
-    cr_assert_eq(tw_schedule(w, &a.t, tw_now(w) + 5 * MS), 0);
-    cr_assert_eq(tw_schedule(w, &b.t, tw_now(w) + 5 * MS), 0);
+    /* 0; halfway to the wheel's time (long past); 5 ms from it. */
+    old = which == 0 ? 0 : which == 1 ? tw_now(w) / 2 : tw_now(w) + 5 * MS;
+    cr_assert_eq(tw_schedule(w, &a.t, old), 0);
+    cr_assert_eq(tw_schedule(w, &b.t, old), 0);
     /* One runs, the other is left due on the expired list. */
     cr_assert_eq(tw_advance_bounded(w, tw_now(w) + 6 * MS, 1), 1);
     cr_assert_eq(a.fired + b.fired, 1);
@@ -195,12 +202,15 @@ Test(core_timer, due_timer_rearmed_to_end_of_time_waits)
     for (int m = 0; m < 2; m++) {
         enum tw_mode mode = m ? TW_HASHED : TW_HIER;
 
-        due_timer_rearmed_to_end(mode, UINT64_MAX - 10 * SEC, 0);
-        /* The hashed wheel walks every tick of the way to the end. */
-        if (mode == TW_HIER) {
-            due_timer_rearmed_to_end(mode, 0, 0);
-            due_timer_rearmed_to_end(mode, 0, UINT64_MAX - 10 * SEC);
-            due_timer_rearmed_to_end(mode, 0, UINT64_MAX - 3 * SEC / 2);
+        for (int i = 0; i < 3; i++) {
+            due_timer_rearmed_to_end(mode, UINT64_MAX - 10 * SEC, 0, i);
+            /* The hashed wheel walks every tick of the way to the end. */
+            if (mode == TW_HASHED)
+                continue;
+            due_timer_rearmed_to_end(mode, 0, 0, i);
+            due_timer_rearmed_to_end(mode, 0, UINT64_MAX - 10 * SEC, i);
+            due_timer_rearmed_to_end(mode, 0, UINT64_MAX - 3 * SEC / 2,
+                                     i);
         }
     }
 }
