@@ -209,8 +209,7 @@ Test(core_timer, due_timer_rearmed_to_end_of_time_waits)
                 continue;
             due_timer_rearmed_to_end(mode, 0, 0, i);
             due_timer_rearmed_to_end(mode, 0, UINT64_MAX - 10 * SEC, i);
-            due_timer_rearmed_to_end(mode, 0, UINT64_MAX - 3 * SEC / 2,
-                                     i);
+            due_timer_rearmed_to_end(mode, 0, UINT64_MAX - 3 * SEC / 2, i);
         }
     }
 }

@@ -108,6 +108,20 @@ static inline struct tw_purgatory *purgatory_on_wheel(struct tw_wheel *w)
     return p;
 }
 
+/* A purgatory whose timeouts are the service s's timers. */
+static inline struct tw_purgatory *purgatory_on(struct tw_service *s)
+{
+    struct tw_purgatory_config cfg;
+    struct tw_purgatory *p;
+    int err = 1;
+
+    tw_purgatory_config_init(&cfg);
+    cfg.service = s;
+    p = tw_purgatory_create(&cfg, &err);
+    cr_assert(p && err == 0, "purgatory create: %d", err);
+    return p;
+}
+
 static inline void stats_are(struct tw_purgatory *p, uint64_t watched,
                              uint64_t completed, uint64_t expired,
                              uint64_t cancelled, uint64_t returned,

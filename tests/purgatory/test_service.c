@@ -26,19 +26,6 @@ static struct tw_service *service_new(unsigned threads, size_t max_pending)
     return s;
 }
 
-static struct tw_purgatory *purgatory_on(struct tw_service *s)
-{
-    struct tw_purgatory_config cfg;
-    struct tw_purgatory *p;
-    int err = 1;
-
-    tw_purgatory_config_init(&cfg);
-    cfg.service = s;
-    p = tw_purgatory_create(&cfg, &err);
-    cr_assert(p && err == 0, "purgatory create: %d", err);
-    return p;
-}
-
 /* Destroy both, the purgatory first; the service then holds no timer. */
 static void both_free(struct tw_purgatory *p, struct tw_service *s)
 {

@@ -18,19 +18,6 @@
 
 #define NOPS 3
 
-static struct tw_purgatory *purgatory_on(struct tw_service *s)
-{
-    struct tw_purgatory_config cfg;
-    struct tw_purgatory *p;
-    int err = 1;
-
-    tw_purgatory_config_init(&cfg);
-    cfg.service = s;
-    p = tw_purgatory_create(&cfg, &err);
-    cr_assert(p && err == 0, "purgatory create: %d", err);
-    return p;
-}
-
 /* Watch NOPS operations that never complete, each on a key of its own. */
 static void watch_all(struct tw_purgatory *p, struct preq *r)
 {

@@ -230,6 +230,21 @@ Test(service_periodic, catchup_all_counts_from_the_schedule)
     tw_service_destroy(s);
 }
 
+/* h, a fixed-rate timer with a 10 ms period whose grid starts at the
+ * clock's origin, on s: it runs once at once and then follows the grid, at
+ * most 10 runs in about 50 ms, not one for every period since boot. */
+static void runs_once_from_the_origin(struct tw_service *s, struct runs *r,
+                                      struct tw_handle *h, uint64_t t0)
+{
+    cr_assert(wait_runs(r, 1));
+    sleep_ns(50 * MS);
+    cr_assert_eq(tw_handle_cancel_wait(h), 1);
+    tw_handle_release(h);
+    cr_assert_leq(atomic_load(&r->n), 10, "%d runs", atomic_load(&r->n));
+    cr_assert_gt(r->deadline[0] + 10 * MS, t0);
+    tw_service_destroy(s);
+}
+
 /* The same for a deadline 0 (the clock's origin), as the issue had it. */
 Test(service_periodic, catchup_all_from_the_origin_runs_once_at_once)
 {
@@ -246,18 +261,11 @@ Test(service_periodic, catchup_all_from_the_origin_runs_once_at_once)
     };
 
     cr_assert_eq(tw_service_submit(s, &spec, &h), 0);
-    cr_assert(wait_runs(&r, 1));
-    sleep_ns(50 * MS);
-    cr_assert_eq(tw_handle_cancel_wait(h), 1);
-    tw_handle_release(h);
-    cr_assert_leq(atomic_load(&r.n), 10, "%d runs", atomic_load(&r.n));
-    cr_assert_gt(r.deadline[0] + 10 * MS, t0);
-    tw_service_destroy(s);
+    runs_once_from_the_origin(s, &r, h, t0);
 }
 
 /* The same rule for a grid restarted by a re-arm: tw_handle_rearm_at() of a
- * pending fixed-rate timer to the origin runs once at once and follows the
- * grid from there, not once for every period since boot. */
+ * pending fixed-rate timer to the origin. */
 Test(service_periodic, catchup_all_rearmed_to_the_origin_runs_once_at_once)
 {
     struct tw_service *s = make(0, TW_CATCHUP_ALL);
@@ -270,13 +278,7 @@ Test(service_periodic, catchup_all_rearmed_to_the_origin_runs_once_at_once)
                  0);
     t0 = now_ns();
     cr_assert_eq(tw_handle_rearm_at(h, 0), 1);
-    cr_assert(wait_runs(&r, 1));
-    sleep_ns(50 * MS);
-    cr_assert_eq(tw_handle_cancel_wait(h), 1);
-    tw_handle_release(h);
-    cr_assert_leq(atomic_load(&r.n), 10, "%d runs", atomic_load(&r.n));
-    cr_assert_gt(r.deadline[0] + 10 * MS, t0);
-    tw_service_destroy(s);
+    runs_once_from_the_origin(s, &r, h, t0);
 }
 
 /* A callback that cancels its own periodic timer gets 1 and never runs

@@ -53,16 +53,25 @@ static void schedule_at(struct tw_store *s, uint64_t deadline)
                  0);
 }
 
+/* An epoll instance watching the store's fd for reading. */
+static int watch_fd(struct tw_store *s)
+{
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN};
+
+    cr_assert_geq(ep, 0);
+    cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, tw_store_fd(s), &ev), 0);
+    return ep;
+}
+
 /* The loop: sleep in epoll_wait on the store's fd until want deliveries
  * ran (or 5 s passed); returns the epoll wake-ups. */
 static int run_loop(struct tw_store *s, struct looprec *r, size_t want)
 {
-    int ep = epoll_create1(EPOLL_CLOEXEC), wakeups = 0;
-    struct epoll_event ev = {.events = EPOLLIN}, out;
+    int ep = watch_fd(s), wakeups = 0;
+    struct epoll_event out;
     uint64_t end = st_mono() + 5000 * ST_MS;
 
-    cr_assert_geq(ep, 0);
-    cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, tw_store_fd(s), &ev), 0);
     while (r->n < want && st_mono() < end) {
         if (epoll_wait(ep, &out, 1, 1000) == 1) {
             wakeups++;
@@ -110,7 +119,7 @@ Test(store_poll, unpolled_deliveries_come_again_after_reopen)
     char dir[64];
     struct looprec r = {.self = pthread_self()};
     struct tw_store *s;
-    struct epoll_event ev = {.events = EPOLLIN}, out;
+    struct epoll_event out;
     int ep;
 
     st_mkdir(dir, sizeof dir);
@@ -118,8 +127,7 @@ Test(store_poll, unpolled_deliveries_come_again_after_reopen)
     schedule_at(s, st_real());
     schedule_at(s, st_real() + ST_MS);
     cr_assert_eq(tw_store_sync(s), 0);
-    ep = epoll_create1(EPOLL_CLOEXEC);
-    cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, tw_store_fd(s), &ev), 0);
+    ep = watch_fd(s);
     cr_assert_eq(epoll_wait(ep, &out, 1, 5000), 1, "never readable");
     close(ep);
     cr_assert_eq(tw_store_close(s), 0);
@@ -140,7 +148,7 @@ Test(store_poll, max_bounds_a_call)
     struct looprec r = {.self = pthread_self()};
     struct tw_store *s;
     uint64_t end = st_mono() + 5000 * ST_MS;
-    struct epoll_event ev = {.events = EPOLLIN}, out;
+    struct epoll_event out;
     int ep;
 
     st_mkdir(dir, sizeof dir);
@@ -148,8 +156,7 @@ Test(store_poll, max_bounds_a_call)
     for (int i = 0; i < 5; i++)
         schedule_at(s, st_real());
     cr_assert_eq(tw_store_sync(s), 0);
-    ep = epoll_create1(EPOLL_CLOEXEC);
-    cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, tw_store_fd(s), &ev), 0);
+    ep = watch_fd(s);
     /* Wait until all five are queued: the worker hands them out at once. */
     while (r.n == 0 && st_mono() < end) {
         cr_assert_eq(epoll_wait(ep, &out, 1, 1000) >= 0, 1);
