@@ -280,3 +280,11 @@ include tests/mosquitto/mosquitto.mk
 # build, hence -include.
 DEP_FILES += $(foreach l,$(LAYERS),$(OBJ_$(l):.o=.d)) $(TEST_OBJ:.o=.d)
 -include $(DEP_FILES)
+# An object whose .d file is missing (built before -MMD, or the file
+# deleted) has header dependencies nobody knows: it is rebuilt rather than
+# trusted. Such stale objects of an older checkout once made `make check`
+# run a purgatory built against an old struct layout.
+UNTRACKED_OBJ := $(foreach d,$(DEP_FILES),$(if $(wildcard $(d)),,$(wildcard $(d:.d=.o))))
+.PHONY: FORCE
+FORCE:
+$(UNTRACKED_OBJ): FORCE
