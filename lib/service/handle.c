@@ -48,6 +48,7 @@
 #include <sched.h>
 
 #include "clock.h"
+#include "sat.h"
 #include "service.h"
 
 _Thread_local const struct tw_handle *tw__running;
@@ -200,11 +201,6 @@ void tw__handle_let_go(struct tw_handle *h)
         memory_order_acquire));
 }
 
-static uint64_t mul_sat(uint64_t a, uint64_t b)
-{
-    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
-}
-
 /*
  * The next deadline of periodic h whose run just returned at now. Fixed
  * delay: now + period. Fixed rate: the next point of the grid last +
@@ -223,7 +219,7 @@ uint64_t tw__handle_next_deadline(const struct tw_service *s,
     next = tw__add_sat(last, period);
     if (next > now || s->catchup == TW_CATCHUP_ALL)
         return next;
-    return tw__add_sat(last, mul_sat((now - last) / period + 1, period));
+    return tw__add_sat(last, tw__mul_sat((now - last) / period + 1, period));
 }
 
 /* h's message onto the cancel queue, in a node of its own (the worker

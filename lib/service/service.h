@@ -128,6 +128,7 @@
 
 #include "mpsc.h"
 #include "ring.h"
+#include "sat.h"
 #include "timewheel/service.h"
 #include "tsan.h"
 
@@ -442,11 +443,6 @@ static inline uint64_t tw__svc_clock(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint64_t tw__add_sat(uint64_t a, uint64_t b)
-{
-    return b > UINT64_MAX - a ? UINT64_MAX : a + b;
 }
 
 static inline void tw__hlist_push(struct tw__hlist *l, struct tw_handle *h)
