@@ -394,10 +394,18 @@ TW_PUBLIC int tw_handle_cancel(struct tw_handle *h)
  * guess of cancel()), a thread with a stripe of its own and a free slot in
  * its message ring, and no user's ThreadSanitizer to tell (tsan.h). The
  * moves are those of cancel(h, true) and cancel_pending(), with the
- * thread's stripe read once and none of the hooks' tests: about a third of
- * the instructions. Returns false, having changed nothing, when the swap
- * loses (*w then holds the word found, for cancel() to start from) or
- * before it when the thread has no stripe of its own.
+ * thread's stripe read once and none of the hooks' tests. Returns false,
+ * having changed nothing, when the swap loses (*w then holds the word found,
+ * for cancel() to start from) or before it when the thread has no stripe of
+ * its own.
+ *
+ * A twin of the general path, so a change to the moves of cancel() or
+ * cancel_pending() is made here too (tests/service/test_cancel_release.c
+ * drives both). Kept only because it pays: about 76 instructions per call
+ * against 118 through cancel() alone, and about 14% more cancels a second
+ * (docs/service.md, "Handle lifetime and cancel", has the figures and how
+ * they were measured). Should a change bring cancel() within a few
+ * instructions of it, fold it.
  */
 static inline bool cancel_release_fast(struct tw_handle *h, uint32_t *w)
 {
