@@ -42,7 +42,11 @@ SANFLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer \
             -fno-sanitize-recover=all,)
 ALLOCDEF := $(if $(filter libc,$(ALLOC)),-DTW_ALLOC_LIBC,)
 ALLOCLIB := $(if $(filter libc,$(ALLOC)),,-ljemalloc)
-CPPFLAGS_LIB := -Iinclude -DTW_BUILDING -D_POSIX_C_SOURCE=200809L $(ALLOCDEF)
+# lib/common/: the layers' shared private toolbox (header-only, never
+# installed), reachable from every layer's files and the tests.
+CPPFLAGS_COMMON := -Ilib/common
+CPPFLAGS_LIB := -Iinclude $(CPPFLAGS_COMMON) -DTW_BUILDING \
+                -D_POSIX_C_SOURCE=200809L $(ALLOCDEF)
 CFLAGS_LIB := $(WARN) $(OPT) $(SANFLAGS) -fPIC -fvisibility=hidden
 
 # The layers' rules come first; plain make still means all.
@@ -91,7 +95,8 @@ DEPFLAGS = -MMD -MP
 SO_RUNPATH := -Wl,-rpath,'$$ORIGIN'
 
 # $(call layer_rules,L): objects, static and shared library of layer L. A
-# layer's files see its own folder's private headers and the public ones.
+# layer's files see its own folder's private headers, the shared toolbox
+# (lib/common/, CPPFLAGS_COMMON) and the public ones.
 define layer_rules
 SRC_$(1) := $$(sort $$(wildcard lib/$(1)/*.c))
 OBJ_$(1) := $$(patsubst lib/%.c,$$(B)/lib/%.o,$$(SRC_$(1)))
@@ -126,7 +131,7 @@ LDLIBS_LIB := $(sort $(foreach l,$(LAYERS),$(EXT_$(l))))
 TEST_SRC := $(sort $(wildcard tests/*/test_*.c)) tests/model.c tests/util.c
 TEST_OBJ := $(patsubst tests/%.c,$(B)/tests/obj/%.o,$(TEST_SRC))
 TEST_BIN := $(B)/tests/twtest
-TEST_CFLAGS := $(WARN) $(OPT) $(SANFLAGS) -Iinclude -Ilib/core -Itests \
+TEST_CFLAGS := $(WARN) $(OPT) $(SANFLAGS) -Iinclude $(CPPFLAGS_COMMON) -Ilib/core -Itests \
                -D_POSIX_C_SOURCE=200809L $(ALLOCDEF)
 
 # Debian packages: the libraries' own, then what the tests need. A target

@@ -56,19 +56,14 @@
 #include "alloc.h"
 #include "insert.h"
 #include "list.h"
+#include "sat.h"
 #include "wheel.h"
-
-/* a * b, or UINT64_MAX if that overflows. */
-static uint64_t mul_sat(uint64_t a, uint64_t b)
-{
-    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
-}
 
 /* Last tick of the revolution starting at base; the revolutions at the end
  * of time are cut short at UINT64_MAX. */
 static uint64_t revolution_last(uint64_t base, uint64_t span)
 {
-    return span - 1 > UINT64_MAX - base ? UINT64_MAX : base + (span - 1);
+    return tw__add_sat(base, span - 1);
 }
 
 /* Start level k's revolution at tick base, with the fields insertion reads
@@ -139,16 +134,16 @@ static int add_level(struct tw_wheel *w, uint32_t n, uint64_t width,
 
     if (n < 2 || n > TW_MAX_LEVEL_SLOTS || w->nlevels == TW__LEVELS_MAX)
         return -EINVAL;
-    if (width == UINT64_MAX || mul_sat(width, tick_ns) == UINT64_MAX)
+    if (width == UINT64_MAX || tw__mul_sat(width, tick_ns) == UINT64_MAX)
         return -EINVAL;
     lv = &w->levels[w->nlevels++];
     lv->nslots = n;
     lv->width = width;
-    lv->span = mul_sat(width, n);
+    lv->span = tw__mul_sat(width, n);
     /* d - org_ns stays below span * tick: placed in ns while that fits
      * and the reciprocal is exact, and the levels below are placed so. */
     if (w->nexact == w->nlevels - 1 &&
-        mul_sat(lv->span, w->tick_ns) != UINT64_MAX &&
+        tw__mul_sat(lv->span, w->tick_ns) != UINT64_MAX &&
         set_reciprocal(&w->place[w->nlevels - 1], width * w->tick_ns,
                        lv->span * w->tick_ns))
         w->nexact = w->nlevels;
@@ -428,9 +423,7 @@ static void begin_demotion(struct tw_wheel *w, unsigned k, uint32_t s)
     tw__bitmap_clear(&lv->bits, s);
     if (!lv->bits.summary)
         w->occupied &= ~(UINT64_C(1) << k);
-    w->demote_last = lv->width - 1 > UINT64_MAX - w->cur
-                         ? UINT64_MAX
-                         : w->cur + (lv->width - 1);
+    w->demote_last = tw__add_sat(w->cur, lv->width - 1);
 }
 
 /* Take the slots of word wi of level k's bitmap to the expired list, in

@@ -1,75 +1,24 @@
 /*
- * Intrusive circular doubly linked lists of timers.
+ * Intrusive circular doubly linked lists of timers: the lists themselves
+ * are the layers' shared ones (lib/common/dlist.h); this adds what only the
+ * wheel needs, a timer from its link and a walk from both ends.
  *
- * A list head is a bare struct tw_link pointing at itself when empty. A timer
- * is pending exactly while its link.next is not NULL. Because every list is
- * circular with a head, unlinking a node leaves prev == next exactly when the
- * list became empty, and then both point at the head: the wheel uses that to
- * clear occupancy bits in O(1) without storing a slot number in the timer.
+ * A timer is pending exactly while its link.next is not NULL (the shared
+ * unlink clears it). Unlinking a timer returns the slot's head when the slot
+ * became empty: the wheel uses that to clear occupancy bits in O(1) without
+ * storing a slot number in the timer.
  */
 #ifndef TW_LIST_H
 #define TW_LIST_H
 
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
+#include "dlist.h"
 #include "timewheel/core.h"
-
-static inline void tw__list_init(struct tw_link *head)
-{
-    head->next = head;
-    head->prev = head;
-}
-
-static inline bool tw__list_empty(const struct tw_link *head)
-{
-    return head->next == head;
-}
 
 static inline struct tw_timer *tw__list_timer(struct tw_link *link)
 {
     return TW_CONTAINER_OF(link, struct tw_timer, link);
-}
-
-static inline void tw__list_push_back(struct tw_link *head,
-                                      struct tw_link *node)
-{
-    struct tw_link *last = head->prev;
-
-    /* This order keeps GCC from pairing the node's two stores into a
-     * vector store, which takes four instructions instead of two. */
-    node->prev = last;
-    last->next = node;
-    node->next = head;
-    head->prev = node;
-}
-
-/* Unlink node and mark it not pending. Returns the list's head when the list
- * became empty, NULL otherwise. */
-static inline struct tw_link *tw__list_unlink(struct tw_link *node)
-{
-    struct tw_link *prev = node->prev;
-    struct tw_link *next = node->next;
-
-    prev->next = next;
-    next->prev = prev;
-    node->next = NULL;
-    node->prev = NULL;
-    return prev == next ? prev : NULL;
-}
-
-/* Move every node of from to the end of to; from becomes empty. */
-static inline void tw__list_splice_back(struct tw_link *to,
-                                        struct tw_link *from)
-{
-    if (tw__list_empty(from))
-        return;
-    from->next->prev = to->prev;
-    to->prev->next = from->next;
-    from->prev->next = to;
-    to->prev = from->prev;
-    tw__list_init(from);
 }
 
 /* What tw__list_walk_both() calls for each node. */

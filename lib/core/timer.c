@@ -16,6 +16,7 @@
 
 #include "insert.h"
 #include "list.h"
+#include "sat.h"
 #include "wheel.h"
 
 TW_PUBLIC void tw_timer_init(struct tw_timer *t, tw_callback *cb, void *arg)
@@ -129,7 +130,7 @@ __attribute__((noinline)) static int rearm_placed(struct tw_wheel *w,
 
 static uint64_t after(const struct tw_wheel *w, uint64_t delay)
 {
-    return delay > UINT64_MAX - w->head.now ? UINT64_MAX : w->head.now + delay;
+    return tw__add_sat(w->head.now, delay);
 }
 
 TW_PUBLIC int tw_schedule(struct tw_wheel *w, struct tw_timer *t,

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "loop.h"
+#include "sat.h"
 #include "timewheel/loop.h"
 
 /* The API passes clock ids as int so that loop.h needs no POSIX types. */
@@ -30,8 +31,8 @@ TW_PUBLIC int tw_loop_clock(int clock_id, uint64_t *now)
     if ((uint64_t)ts.tv_sec > UINT64_MAX / TW__NS_PER_SEC)
         *now = UINT64_MAX;
     else
-        *now = tw__loop_add((uint64_t)ts.tv_sec * TW__NS_PER_SEC,
-                            (uint64_t)ts.tv_nsec);
+        *now = tw__add_sat((uint64_t)ts.tv_sec * TW__NS_PER_SEC,
+                           (uint64_t)ts.tv_nsec);
     return 0;
 }
 

@@ -2,7 +2,8 @@
  * lib/loop: the event-loop helpers (include/timewheel/loop.h), built over
  * the core's public API only. Private to the layer; never installed.
  *
- *   loop.h      this index, and the time arithmetic the files share
+ *   loop.h      this index, and the time units the files share (the
+ *               saturating add is the layers' shared one, lib/common/sat.h)
  *   clock.c     reading a clock in ns; a wheel that starts at the clock's time
  *   relative.c  relative timers counted from the loop's clock reading
  *   sleep.c     how long a loop sleeps: epoll_wait() ms, a timerfd setting
@@ -20,11 +21,5 @@
 
 #define TW__NS_PER_SEC UINT64_C(1000000000)
 #define TW__NS_PER_MS UINT64_C(1000000)
-
-/* a + b, held at UINT64_MAX instead of wrapping (as the core's deadlines). */
-static inline uint64_t tw__loop_add(uint64_t a, uint64_t b)
-{
-    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
 
 #endif /* TW_LOOP_PRIVATE_H */

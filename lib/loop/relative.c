@@ -10,6 +10,7 @@
  * deadline is never earlier than the time the event was seen plus delay.
  */
 #include "loop.h"
+#include "sat.h"
 #include "timewheel/loop.h"
 
 static uint64_t deadline_after(const struct tw_wheel *w, uint64_t now,
@@ -17,7 +18,7 @@ static uint64_t deadline_after(const struct tw_wheel *w, uint64_t now,
 {
     uint64_t wheel_now = tw_now(w);
 
-    return tw__loop_add(now > wheel_now ? now : wheel_now, delay);
+    return tw__add_sat(now > wheel_now ? now : wheel_now, delay);
 }
 
 TW_PUBLIC int tw_loop_schedule_after(struct tw_wheel *w, struct tw_timer *t,

@@ -56,9 +56,9 @@ static struct tw__pwatch *own_key(struct tw_purgatory *p, const void *key,
 
     tw__p_lock(sh);
     k = tw__p_key_find(sh, hash, key, len);
-    for (struct tw__plink *l = k ? k->watchers.next : NULL;
+    for (struct tw_link *l = k ? k->watchers.next : NULL;
          l && l != &k->watchers; l = l->next) {
-        struct tw__pwatch *w = ((struct tw__pentry *)l)->w;
+        struct tw__pwatch *w = TW_CONTAINER_OF(l, struct tw__pentry, link)->w;
 
         if (own_or_note(w)) {
             w->next = owned;
@@ -102,9 +102,8 @@ static bool claim_key(struct tw__pkey *k, struct tw__pwatch **claimed)
 {
     bool busy = false;
 
-    for (struct tw__plink *l = k->watchers.next; l != &k->watchers;
-         l = l->next) {
-        struct tw__pwatch *w = ((struct tw__pentry *)l)->w;
+    for (struct tw_link *l = k->watchers.next; l != &k->watchers; l = l->next) {
+        struct tw__pwatch *w = TW_CONTAINER_OF(l, struct tw__pentry, link)->w;
 
         if (tw__p_claim(w)) {
             w->outcome = TW_DELAYED_CANCELLED;

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "dlist.h"
 #include "purgatory.h"
 
 /* The smallest table: a key node per bucket costs little at this size. */
@@ -140,7 +141,7 @@ static struct tw__pkey *key_new(struct tw__pshard *sh, uint64_t hash,
     k->hash = hash;
     k->len = key->len;
     k->nwatchers = 0;
-    k->watchers.next = k->watchers.prev = &k->watchers;
+    tw__list_init(&k->watchers);
     memcpy(k->bytes, key->bytes, key->len);
     b = hash & (sh->nbuckets - 1);
     k->chain = sh->buckets[b];
@@ -159,10 +160,7 @@ int tw__p_key_link(struct tw__pshard *sh, struct tw__pentry *e, uint64_t hash,
         return -ENOMEM;
     e->key = k;
     /* At the tail: a check tries the oldest watchers first. */
-    e->link.prev = k->watchers.prev;
-    e->link.next = &k->watchers;
-    k->watchers.prev->next = &e->link;
-    k->watchers.prev = &e->link;
+    tw__list_push_back(&k->watchers, &e->link);
     k->nwatchers++;
     return 0;
 }
@@ -183,9 +181,7 @@ void tw__p_key_unlink(struct tw__pshard *sh, struct tw__pentry *e)
 {
     struct tw__pkey *k = e->key;
 
-    e->link.prev->next = e->link.next;
-    e->link.next->prev = e->link.prev;
-    e->link.next = e->link.prev = NULL;
+    tw__list_unlink(&e->link);
     if (--k->nwatchers == 0)
         key_free(sh, k);
 }

@@ -56,25 +56,21 @@
 #define TW__P_EXPIRE 4u
 #define TW__P_DONE 8u
 
-/* Circular doubly linked list links; a key's watchers hang off a head. */
-struct tw__plink {
-    struct tw__plink *next;
-    struct tw__plink *prev;
-};
-
 struct tw__pkey;
 
 /* One key of one watch: links the record into the key's watch list. */
 struct tw__pentry {
-    struct tw__plink link; /* first: a list link is an entry */
+    /* In its key's list of watchers (lib/common/dlist.h, on the core's
+     * public struct tw_link). */
+    struct tw_link link;
     struct tw__pkey *key;
     struct tw__pwatch *w;
 };
 
 /* A distinct key with at least one watcher; freed with its last. */
 struct tw__pkey {
-    struct tw__pkey *chain; /* next in its bucket */
-    struct tw__plink watchers;
+    struct tw__pkey *chain;  /* next in its bucket */
+    struct tw_link watchers; /* the head of its entries' list */
     uint64_t hash;
     size_t nwatchers;
     size_t len;

@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "purgatory.h"
+#include "sat.h"
 
 uint64_t tw_purgatory_monotonic(void *ctx)
 {
@@ -91,11 +92,6 @@ static void on_service_release(void *arg)
     tw__p_put(arg);
 }
 
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
 int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns)
 {
     struct tw_purgatory *p = w->p;
@@ -109,11 +105,11 @@ int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns)
         tw_timer_init(&w->to.timer, on_core_timer, w);
         return tw_schedule(
             p->wheel, &w->to.timer,
-            add_sat(now > wheel_now ? now : wheel_now, timeout_ns));
+            tw__add_sat(now > wheel_now ? now : wheel_now, timeout_ns));
     }
     if (p->timer.arm)
         return p->timer.arm(p->timer.ctx, w->op, timeout_ns);
-    spec.deadline = add_sat(tw_service_now(p->svc), timeout_ns);
+    spec.deadline = tw__add_sat(tw_service_now(p->svc), timeout_ns);
     atomic_fetch_add(&w->refs, 1); /* the timer's */
     rc = tw_service_submit(p->svc, &spec, &w->to.handle);
     if (rc < 0)

@@ -287,10 +287,6 @@ int tw__gate_reserve_slow(struct tw_service *s, struct tw__stripe *st)
     return 0;
 }
 
-/* Take one slot from st's credit if it has one. */
-
-/* Take one pending slot for a timer about to be accepted, or -EAGAIN. */
-
 /* Give back a slot that tw__gate_reserve() took (the schedule failed). */
 void tw__gate_unreserve(struct tw_service *s, struct tw__stripe *st)
 {

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "sat.h"
 #include "service.h"
 
 /* A sanity bound on the pool, far above any useful size; it catches a

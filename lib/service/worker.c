@@ -55,6 +55,7 @@
 #include <errno.h>
 #include <sched.h>
 
+#include "sat.h"
 #include "service.h"
 
 /* Most new timers moved into the wheel per turn (Netty's figure), so that a

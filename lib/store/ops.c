@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "sat.h"
 #include "store.h"
 
 /* Room for n more operations in the queue; under s->mu. */
@@ -101,7 +102,7 @@ int tw_store_schedule_after(struct tw_store *s, uint64_t delay_ns,
                             struct tw_store_id *id)
 {
     uint64_t now = tw__real_ns();
-    uint64_t at = now + delay_ns < now ? UINT64_MAX : now + delay_ns;
+    uint64_t at = tw__add_sat(now, delay_ns);
 
     return tw_store_schedule_at(s, at, payload, len, done, arg, id);
 }

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sat.h"
 #include "store.h"
 
 #define NS_PER_S UINT64_C(1000000000)
@@ -143,8 +144,7 @@ static bool load_one(struct tw_store *s, const unsigned char *k, const void *v,
 /* Read from window_end up to now + window_ns or until memory is full. */
 static int load(struct tw_store *s, uint64_t now)
 {
-    uint64_t limit =
-        now + s->cfg.window_ns < now ? UINT64_MAX : now + s->cfg.window_ns;
+    uint64_t limit = tw__add_sat(now, s->cfg.window_ns);
     unsigned char key[TW__KEY_LEN];
     struct tw__db_iter *it;
     int rc;

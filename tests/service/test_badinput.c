@@ -3,10 +3,10 @@
  * test checks: each test names the function and the kind of bad argument,
  * and asserts the documented answer and that the service is unharmed.
  *
- *   service_badinput  the threaded service's arguments
- *   service_badinput_oom      out of memory and out of threads, made real with
- * an address-space limit on the test's own process (limit_address_space() in
- * tests/util.c)
+ *   service_badinput      the threaded service's arguments
+ *   service_badinput_oom  out of memory and out of threads, made real with
+ *                         an address-space limit on the test's own process
+ *                         (limit_address_space() in tests/util.c)
  */
 #include <criterion/criterion.h>
 #include <errno.h>
