@@ -35,7 +35,7 @@
 
 /* A timer under test: its callback, what it did, and its release hook. */
 struct cbx {
-    atomic_int runs;     /* runs started */
+    atomic_int runs;     /* runs started (past act_first's act) */
     atomic_int returned; /* runs returned */
     atomic_int released; /* calls of the release hook */
     atomic_int go;       /* lets a held run continue */
@@ -61,11 +61,17 @@ static inline void cbx_act(struct tw_handle *h, struct cbx *c)
 static inline void cbx_run(struct tw_handle *h, void *arg)
 {
     struct cbx *c = arg;
-    int k = atomic_fetch_add(&c->runs, 1) + 1;
+    /* Runs of one timer never overlap, so a load is enough here; runs
+     * counts a run once its act_first step is done, so that a test that
+     * waits for the first run (running()) acts after that step: counted
+     * before it, a cancel could come first (a flaky
+     * rearm_cb_x_cancel_release in CI). */
+    int k = atomic_load(&c->runs) + 1;
     uint64_t give_up = now_ns() + 20 * SEC;
 
     if (k == 1 && c->act_first)
         cbx_act(h, c);
+    atomic_fetch_add(&c->runs, 1);
     if (atomic_load(&c->hold) == 2 || (k == 1 && atomic_load(&c->hold)))
         while (!atomic_load(&c->go) && now_ns() < give_up)
             sleep_ns(MS / 4);
