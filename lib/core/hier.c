@@ -526,21 +526,30 @@ static bool expire_singles(struct tw_wheel *w, unsigned k, uint64_t target)
     return true;
 }
 
+/* The next slot with work at or before target: its level, slot and first
+ * tick; false, with cur moved to target, when there is none. Both collects
+ * start so. */
+static inline __attribute__((always_inline)) bool
+next_work(struct tw_wheel *w, uint64_t target, unsigned *k, uint32_t *s,
+          uint64_t *tick)
+{
+    if (next_slot(w, k, s)) {
+        *tick = w->levels[*k].base + *s * w->levels[*k].width;
+        if (*tick <= target)
+            return true;
+    }
+    jump(w, target);
+    return false;
+}
+
 bool tw__hier_collect(struct tw_wheel *w, uint64_t target, bool batch)
 {
     unsigned k;
     uint32_t s;
     uint64_t tick;
 
-    if (!next_slot(w, &k, &s)) {
-        jump(w, target);
+    if (!next_work(w, target, &k, &s, &tick))
         return false;
-    }
-    tick = w->levels[k].base + s * w->levels[k].width;
-    if (tick > target) {
-        jump(w, target);
-        return false;
-    }
     if (k == 0) {
         s = flush_ticks(w, s, batch ? target : tick);
         move_to(w, 0, s, w->levels[0].base + s);
@@ -565,15 +574,8 @@ bool tw__hier_collect_sliced(struct tw_wheel *w, uint64_t target,
         return true;
     }
     --*work;
-    if (!next_slot(w, &k, &s)) {
-        jump(w, target);
+    if (!next_work(w, target, &k, &s, &tick))
         return false;
-    }
-    tick = w->levels[k].base + s * w->levels[k].width;
-    if (tick > target) {
-        jump(w, target);
-        return false;
-    }
     if (k == 0) {
         s = flush_ticks(w, s, tick);
         move_to(w, 0, s, w->levels[0].base + s);
