@@ -10,7 +10,8 @@
  *            (due > cur always holds here, so max(due, next) == due);
  *   tick:    cur advances one tick at a time, even across empty time, and
  *            the whole bucket cur & mask is walked: a timer with no rounds
- *            left is due, every other one loses a round.
+ *            left is due, every other one loses a round. Only a wheel with
+ *            nothing pending jumps to the target at once.
  *
  * The rounds are not stored. A timer in the bucket of tick cur has a due
  * tick e >= cur with e == cur (mod slots), so it has no rounds left exactly
@@ -81,6 +82,14 @@ bool tw__hashed_collect(struct tw_wheel *w, uint64_t target)
 
     if (w->cur >= target)
         return false;
+    /* Nothing pending (the due lists are empty when a collect is asked
+     * for, and count holds every pending timer): no tick needs walking.
+     * Without this an empty wheel walked every tick to the target, hours
+     * of them for an advance across years. */
+    if (w->count == 0) {
+        w->cur = target;
+        return false;
+    }
     w->cur++;
     head = &w->slots[w->cur & w->mask];
     if (!tw__list_empty(head))

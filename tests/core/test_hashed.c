@@ -121,3 +121,27 @@ Test(core_hashed, next_deadline_is_next_tick)
     cr_assert_eq(tw_next_deadline(w), 8 * MS);
     tw_destroy(w);
 }
+
+/* With nothing pending no tick needs walking: an advance across years of
+ * empty time returns at once (it walked every tick, about 2 ns each: hours
+ * of them, which the 10 s timeout turns into a failure), and a timer
+ * scheduled after it still fires on its tick. */
+Test(core_hashed, empty_wheel_jumps_to_the_target, .timeout = 10)
+{
+    struct tw_wheel *w = wheel_new(TW_HASHED);
+    struct rec r;
+    uint64_t far = UINT64_MAX - 10 * SEC;
+
+    rec_init(&r, w);
+    cr_assert_eq(tw_advance(w, far), 0);
+    cr_assert_eq(tw_now(w), far);
+    wheel_ok(w);
+    cr_assert_eq(tw_schedule(w, &r.t, far + 5 * MS), 0);
+    /* far is not on a tick boundary: the timer runs at the first boundary
+     * at or after its deadline, within a tick. */
+    cr_assert_eq(tw_advance(w, far + 4 * MS), 0);
+    cr_assert_eq(tw_advance(w, far + 6 * MS), 1);
+    cr_assert_eq(r.fired, 1);
+    wheel_ok(w);
+    tw_destroy(w);
+}
