@@ -125,6 +125,12 @@ STATIC := $(foreach l,$(call reverse,$(LAYERS)),$(A_$(l)))
 SHARED := $(foreach l,$(LAYERS),$(SO_$(l)))
 LDLIBS_LIB := $(sort $(foreach l,$(LAYERS),$(EXT_$(l))))
 
+# Under TSan, tests/tsan.supp (races inside uninstrumented libraries) is
+# added to whatever TSAN_OPTIONS the caller set (CI sets halt_on_error=1).
+ifeq ($(SAN),thread)
+export TSAN_OPTIONS := $(if $(TSAN_OPTIONS),$(TSAN_OPTIONS):)suppressions=$(CURDIR)/tests/tsan.supp
+endif
+
 # ---- tests -----------------------------------------------------------------
 # One Criterion binary; tests/<layer>/test_<concept>.c mirror the rooms, and
 # each file's suites are named <layer>_<concept> (make check T='core_*/*').
