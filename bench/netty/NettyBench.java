@@ -18,6 +18,11 @@
  *
  * usage: NettyBench --svcbench PATH --out DIR [--rounds R] [--warmup W]
  *                   [--svc-warmup K] [--n N] [--late-ms L] [--idle-ms I]
+ *                   [--impl hier|hashed] [--workloads W1,W2,...]
+ *
+ * --impl runs one of the service's modes instead of both: at N = 10^7 the
+ * hashed mode walks about 20,000 timers a tick and one round takes hours.
+ * --workloads runs a subset of WORKLOADS, in their order.
  */
 import java.io.IOException;
 import java.nio.file.Files;
@@ -41,10 +46,13 @@ public final class NettyBench {
         long n = Long.parseLong(opt.getOrDefault("--n", "1000000"));
         long lateNs = Long.parseLong(opt.getOrDefault("--late-ms", "3000")) * Figures.MS;
         long idleNs = Long.parseLong(opt.getOrDefault("--idle-ms", "3000")) * Figures.MS;
+        String impl = opt.get("--impl");
+        List<String> workloads = chosen(opt.get("--workloads"));
         Files.createDirectories(out);
 
         Summary.Run run = new Summary.Run(rounds, warmup, svcWarmup, n, lateNs, idleNs);
         run.command = opt.getOrDefault("--command", "make bench-netty");
+        run.impl = impl;
         Figures netty = new Figures();
         List<String[]> raw = new ArrayList<>();
         long start = System.currentTimeMillis();
@@ -56,8 +64,8 @@ public final class NettyBench {
         for (int w = 0; w < warmup; w++)
             netty.warmUp(warmN, 500 * Figures.MS);
         for (int r = 1; r <= rounds; r++) {
-            for (int wi = 0; wi < WORKLOADS.length; wi++) {
-                String w = WORKLOADS[wi];
+            for (int wi = 0; wi < workloads.size(); wi++) {
+                String w = workloads.get(wi);
                 long len = w.equals("lateness") ? lateNs : idleNs;
                 boolean nettyFirst = (r + wi) % 2 == 0;
                 System.out.printf("-- round %d/%d: %s (%s first)%n", r, rounds, w,
@@ -66,7 +74,7 @@ public final class NettyBench {
                     if ((side == 0) == nettyFirst)
                         runNetty(netty, w, n, len, r, raw);
                     else
-                        runService(svcbench, out, w, n, svcWarmup, run, r, raw);
+                        runService(svcbench, out, w, n, svcWarmup, impl, run, r, raw);
                 }
             }
         }
@@ -83,12 +91,16 @@ public final class NettyBench {
     }
 
     private static void runService(Path svcbench, Path out, String w, long n, int warmup,
-                                   Summary.Run run, int round, List<String[]> raw)
+                                   String impl, Summary.Run run, int round, List<String[]> raw)
         throws IOException, InterruptedException {
         Path csv = out.resolve("svcbench-part.csv");
         Files.deleteIfExists(csv);
-        List<String> cmd = List.of(svcbench.toString(), "--n", Long.toString(n), "--warmup",
-                                   Integer.toString(warmup), "--csv", csv.toString(), w);
+        List<String> cmd = new ArrayList<>(List.of(svcbench.toString(), "--n", Long.toString(n),
+                                                   "--warmup", Integer.toString(warmup), "--csv",
+                                                   csv.toString()));
+        if (impl != null)
+            cmd.addAll(List.of("--impl", impl));
+        cmd.add(w);
         if (run.svcCommand == null)
             run.svcCommand = String.join(" ", cmd);
         Process p = new ProcessBuilder(cmd).inheritIO().start();
@@ -99,6 +111,22 @@ public final class NettyBench {
         for (String line : lines.subList(1, lines.size()))
             raw.add(tagged(round, line));
         Files.deleteIfExists(csv);
+    }
+
+    /* The workloads of a comma-separated list, checked against WORKLOADS and
+     * kept in its order; all of them when the list is null. */
+    private static List<String> chosen(String list) {
+        if (list == null)
+            return List.of(WORKLOADS);
+        List<String> want = List.of(list.split(","));
+        for (String w : want)
+            if (!List.of(WORKLOADS).contains(w))
+                throw new IllegalArgumentException("unknown workload: " + w);
+        List<String> in = new ArrayList<>();
+        for (String w : WORKLOADS)
+            if (want.contains(w))
+                in.add(w);
+        return in;
     }
 
     private static String[] tagged(int round, String csvLine) {

@@ -27,7 +27,7 @@ final class Summary {
         final int rounds, warmup, svcWarmup;
         final long n, lateNs, idleNs;
         final String started = stamp(), loadStart = load();
-        String svcCommand, command;
+        String svcCommand, command, impl; /* impl: null, both modes */
         double seconds;
 
         Run(int rounds, int warmup, int svcWarmup, long n, long lateNs, long idleNs) {
@@ -214,8 +214,9 @@ final class Summary {
             .append(String.join(" ", ManagementFactory.getRuntimeMXBean().getInputArguments()))
             .append("; HashedWheelTimer with a 1 ms tick and its default 512 buckets.\n");
         b.append("- timewheel: `").append(run.svcCommand == null ? "svcbench" : run.svcCommand)
-            .append("` per workload and round (hier, then hashed; the default service "
-                    + "configuration, 1 ms tick).\n");
+            .append("` per workload and round (")
+            .append(run.impl == null ? "hier, then hashed" : run.impl + " only")
+            .append("; the default service configuration, 1 ms tick).\n");
         b.append("- ").append(run.rounds).append(" rounds, interleaved per workload (which side "
                 + "goes first alternates); ").append(run.warmup)
             .append(" unrecorded warm-up rounds of Netty (every workload at N/10) before the "
