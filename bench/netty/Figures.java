@@ -1,5 +1,5 @@
 /*
- * Figures.java: the five workloads of bench/service/figures.c, run through
+ * Figures.java: the workloads of bench/service/figures.c, run through
  * Netty's HashedWheelTimer (io.netty.util, netty-common). Same random
  * delays (xorshift64 with the same seeds), same thread layout, same
  * readings; the comment at the top of figures.c says what each measures.
@@ -400,6 +400,41 @@ final class Figures {
         emit("wakeups", n, "worker_cpu_us_per_s", (c1 - c0) * 1e6 / (t1 - t0), "us/s");
     }
 
+    /* ---- fire: the cost of running due timers, as figures.c's fig_fire ---- */
+
+    static final long FIRE_LEAD = SEC, FIRE_PER_TIMER = 2000, FIRE_WINDOW = SEC;
+    private final java.util.concurrent.atomic.AtomicLong fired =
+        new java.util.concurrent.atomic.AtomicLong();
+    private final TimerTask fireTask = t -> fired.incrementAndGet();
+
+    private void runFire(long n) {
+        HashedWheelTimer timer = fresh();
+        long[] seed = {SEED};
+        int wt = workerTid;
+        long overran = 0, t0 = System.nanoTime();
+        long open = t0 + FIRE_LEAD + n * FIRE_PER_TIMER;
+        fired.set(0);
+        for (long i = 0; i < n; i++) {
+            long at = open + Long.remainderUnsigned(next(seed), FIRE_WINDOW);
+            long now = System.nanoTime();
+            if (at <= now)
+                overran++;
+            timer.newTimeout(fireTask, at > now ? at - now : 0, TimeUnit.NANOSECONDS);
+        }
+        postSentinel(timer);
+        awaitSentinels(1);
+        sleepUntil(open - 20 * MS);
+        long c0 = taskCpuNs(wt);
+        while (fired.get() < n)
+            sleepUntil(System.nanoTime() + MS);
+        long t1 = System.nanoTime(), c1 = taskCpuNs(wt);
+        timer.stop();
+        emit("fire", n, "worker_cpu_ns_per_fire", (double) (c1 - c0) / n, "ns");
+        emit("fire", n, "last_after_window_ms",
+             t1 > open + FIRE_WINDOW ? (t1 - open - FIRE_WINDOW) / 1e6 : 0, "ms");
+        emit("fire", n, "overran", overran, "1");
+    }
+
     /* ---- entry points, by workload name as svcbench takes them ---- */
 
     void run(String workload, long n, long lengthNs) {
@@ -410,6 +445,7 @@ final class Figures {
             case "memory" -> runMemory(n);
             case "lateness" -> runLateness(n, lengthNs);
             case "wakeups" -> runWakeups(n, lengthNs);
+            case "fire" -> runFire(n);
             default -> throw new IllegalArgumentException("unknown workload " + workload);
         }
     }
@@ -422,6 +458,7 @@ final class Figures {
         run("rearm", n, 0);
         run("memory", n, 0);
         run("lateness", n, lateNs);
+        run("fire", n, 0);
         record = true;
     }
 }

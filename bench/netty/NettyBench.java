@@ -34,7 +34,7 @@ import java.util.Map;
 
 public final class NettyBench {
     static final String[] WORKLOADS = {"schedule", "cancel", "rearm", "memory", "lateness",
-                                       "wakeups"};
+                                       "wakeups", "fire"};
 
     public static void main(String[] args) throws Exception {
         Map<String, String> opt = options(args);

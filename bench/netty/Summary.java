@@ -85,6 +85,12 @@ final class Summary {
                    false),
         new Figure("wakeups", "wakeups_per_s", "idle wake-ups per second (sleeps ended; 0 with CPU busy: never slept)", "1/s", 1, false),
         new Figure("wakeups", "worker_cpu_us_per_s", "idle worker CPU", "us/s", 1, false),
+        new Figure("fire", "worker_cpu_ns_per_fire", "worker CPU per timer run (N due in 1 s)",
+                   "ns", 1, false),
+        new Figure("fire", "last_after_window_ms", "last run after the 1 s window closed", "ms",
+                   1, false),
+        new Figure("fire", "overran", "timers due before they were scheduled (fire)", "", 1,
+                   false),
     };
 
     /** Median, min, max of one figure of one implementation. */
@@ -225,7 +231,8 @@ final class Summary {
         b.append("- N = ").append(run.n).append(" timers due 1 ms..1 h out (wake-ups: 1..2 h); "
                 + "lateness: 10^5 probes/s due 1..50 ms out for ")
             .append(run.lateNs / Figures.MS).append(" ms with the N timers behind; idle window ")
-            .append(run.idleNs / Figures.MS).append(" ms.\n");
+            .append(run.idleNs / Figures.MS).append(" ms; fire: the N timers due in a 1 s window "
+                    + "that opens 1 s + 2 us x N after the first schedule.\n");
         b.append("- Ratios are timewheel/Netty of the medians: above 1 is better for rates, "
                  + "below 1 for costs. What each figure measures: bench/service/figures.c.\n\n");
         b.append(table);

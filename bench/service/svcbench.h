@@ -64,5 +64,6 @@ void fig_memory(const struct impl *im, const struct sizes *sz, int warmup);
 void fig_lateness(const struct impl *im, const struct sizes *sz);
 void fig_wakeups(const struct impl *im, const struct sizes *sz);
 void fig_flood(const struct impl *im, const struct sizes *sz);
+void fig_fire(const struct impl *im, const struct sizes *sz);
 
 #endif
