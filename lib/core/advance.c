@@ -129,7 +129,11 @@ drive(struct tw_wheel *w, uint64_t target, uint64_t max_run, tw_callback *fn,
 
     for (;;) {
         ran += run_loop(w, max_run - ran, fn, ctx);
-        if (ran == max_run || !collect_next(w, target, max_run == INT64_MAX))
+        /* The slots hold only timers due after cur (wheel.h), and the
+         * callbacks cannot put one at or before the target (they are
+         * deferred): once cur is there, a collect would find nothing. */
+        if (ran == max_run || w->cur == target ||
+            !collect_next(w, target, max_run == INT64_MAX))
             return ran;
     }
 }
@@ -190,6 +194,25 @@ drive_sliced(struct tw_wheel *w, uint64_t target, uint64_t max_run,
     }
 }
 
+/* The tick that now has reached (tw__time_tick()). An event loop's
+ * advances mostly stay in level 0's revolution: there the level's
+ * reciprocal (wheel.h) gives it with a multiplication instead of a
+ * division, whose latency every later step of the advance waited for. The
+ * due tick of now + 1 is that tick plus one, and it lies in level 0 when
+ * now is below the level's last boundary; it is not below the level's
+ * base, since now >= head.now has reached cur (check.c). A level 0
+ * placed by due tick (mult 0), the hashed wheel (whose places are unset)
+ * and the end of time divide. */
+static inline __attribute__((always_inline)) uint64_t
+target_tick(const struct tw_wheel *w, uint64_t now)
+{
+    const struct tw__place *p = w->place;
+
+    if (w->mode == TW_HIER && now < p->last_ns && p->mult)
+        return w->levels[0].base - 1 + tw__place_slot(p, now + 1);
+    return tw__time_tick(w, now);
+}
+
 /* What every advance checks and sets before it drives; 0 to go on, or the
  * error, changing nothing. Returns the target tick in *target. */
 static inline __attribute__((always_inline)) int
@@ -203,7 +226,7 @@ begin(struct tw_wheel *w, uint64_t now, uint64_t max_run, uint64_t *target)
         return -ERANGE;
     w->head.now = now;
     w->head.idle_ns = 0; /* closes the inline path until the end */
-    *target = tw__time_tick(w, now);
+    *target = target_tick(w, now);
     return 0;
 }
 
