@@ -14,6 +14,9 @@
  *      lets the hierarchical wheel take every due level-0 slot up to T in
  *      one pass), and go back to 2; stop when nothing is left at or
  *      before T.
+ * An unbounded advance to a tick inside level 0's revolution, with nothing
+ * deferred or expired, takes a shorter way to the same result
+ * (level0_only(), below).
  * The expired list is filled one tick at a time, so callbacks run in order
  * of due tick. While callbacks run, any timer they schedule for a tick <= T
  * is deferred (timer.c), so an advance always ends. A bounded advance stops
@@ -245,6 +248,22 @@ static inline __attribute__((always_inline)) void finish(struct tw_wheel *w,
         sliced && !tw__list_empty(&w->demoting) ? 0 : idle_until(w);
 }
 
+/* An unbounded advance of a hierarchical wheel without an expiry function,
+ * to a target in level 0's current revolution, with nothing deferred,
+ * expired or being demoted: an event loop's advance onto a tick with work.
+ * The driver above would collect once and run the callbacks; this does the
+ * same with no test it can answer beforehand: one collect takes every due
+ * level-0 tick and moves cur to the target (the levels above start after
+ * that revolution), and the callbacks cannot add work at or before the
+ * target (they defer it). */
+static inline __attribute__((always_inline)) bool
+level0_only(const struct tw_wheel *w, uint64_t target, uint64_t max_run)
+{
+    return w->mode == TW_HIER && max_run >= INT64_MAX && !w->expire &&
+           target <= w->levels[0].last && tw__list_empty(&w->deferred) &&
+           tw__list_empty(&w->expired) && tw__list_empty(&w->demoting);
+}
+
 /* The general advance: every check, then the driver described above.
  * Exported for the inline advances of timewheel/core.h, which call it
  * whenever the wheel's head says there may be work. */
@@ -256,6 +275,14 @@ TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
 
     if (rc)
         return rc;
+    if (level0_only(w, target, max_run)) {
+        tw__set_defer(w, tw__tick_time(w, target));
+        w->busy |= TW__ADVANCING;
+        tw__hier_collect_level0(w, target);
+        ran = run_loop(w, INT64_MAX, NULL, NULL);
+        finish(w, false);
+        return (int64_t)ran;
+    }
     if (max_run > INT64_MAX)
         max_run = INT64_MAX;
     if (!tw__list_empty(&w->demoting))

@@ -542,6 +542,20 @@ next_work(struct tw_wheel *w, uint64_t target, unsigned *k, uint32_t *s,
     return false;
 }
 
+void tw__hier_collect_level0(struct tw_wheel *w, uint64_t target)
+{
+    struct tw__level *lv = w->levels;
+
+    if (w->occupied & 1) {
+        uint32_t s = tw__bitmap_next(&lv->bits, lv->pos + 1);
+
+        if (s <= target - lv->base)
+            flush_ticks(w, s, target);
+    }
+    w->cur = target;
+    lv->pos = (uint32_t)(target - lv->base);
+}
+
 /* The collect of a slot of level k > 0 (tw__hier_collect()): out of line,
  * so that the level-0 collect, one per tick with work, saves no more
  * registers than it uses. */
