@@ -267,22 +267,13 @@ level0_only(const struct tw_wheel *w, uint64_t target, uint64_t max_run)
 /* The general advance: every check, then the driver described above.
  * Exported for the inline advances of timewheel/core.h, which call it
  * whenever the wheel's head says there may be work. */
-TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
-                              uint64_t max_run)
+/* The driver's way, out of line: the level-0 way of tw__advance() then
+ * saves only the registers it uses. */
+__attribute__((noinline)) static int64_t
+advance_driven(struct tw_wheel *w, uint64_t target, uint64_t max_run)
 {
-    uint64_t target, ran;
-    int rc = begin(w, now, max_run, &target);
+    uint64_t ran;
 
-    if (rc)
-        return rc;
-    if (level0_only(w, target, max_run)) {
-        tw__set_defer(w, tw__tick_time(w, target));
-        w->busy |= TW__ADVANCING;
-        tw__hier_collect_level0(w, target);
-        ran = run_loop(w, INT64_MAX, NULL, NULL);
-        finish(w, false);
-        return (int64_t)ran;
-    }
     if (max_run > INT64_MAX)
         max_run = INT64_MAX;
     if (!tw__list_empty(&w->demoting))
@@ -294,6 +285,24 @@ TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
         ran = drive_expiry(w, target, max_run);
     else
         ran = drive(w, target, max_run, NULL, NULL);
+    finish(w, false);
+    return (int64_t)ran;
+}
+
+TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
+                              uint64_t max_run)
+{
+    uint64_t target, ran;
+    int rc = begin(w, now, max_run, &target);
+
+    if (rc)
+        return rc;
+    if (!level0_only(w, target, max_run))
+        return advance_driven(w, target, max_run);
+    tw__set_defer(w, tw__tick_time(w, target));
+    w->busy |= TW__ADVANCING;
+    tw__hier_collect_level0(w, target);
+    ran = run_loop(w, INT64_MAX, NULL, NULL);
     finish(w, false);
     return (int64_t)ran;
 }
