@@ -78,13 +78,14 @@ static void remove_timer(struct tw_wheel *w, struct tw_timer *t)
  * by due tick needs no test of its own: its quotient is 0, and slot 0 of
  * a level is always empty (wheel.h), so it takes the empty-slot path.
  */
-static inline struct tw_link *fast_slot(const struct tw_wheel *w, uint64_t d)
+static inline const struct tw__place *fast_level(const struct tw_wheel *w,
+                                                 uint64_t d)
 {
     const struct tw__place *p = w->place;
 
     while (d > p->last_ns)
         p++;
-    return p->slot0 + tw__place_slot(p, d);
+    return p;
 }
 
 __attribute__((noinline)) static int
@@ -125,18 +126,14 @@ __attribute__((noinline)) static int rearm_placed(struct tw_wheel *w,
 /* A schedule past the fast path's test into an empty slot: the slot, found
  * already, is marked occupied here, where the general path would find it
  * again from the deadline. Timers spread thinly over level 0 (a second's
- * worth of timeouts in 1000 slots) take this path for most schedules. Its
- * level is the last whose first slot is not after it (the levels' slots
- * lie in one array, finest first), found here so that the fast path keeps
- * only the slot. A level placed by due tick (mult 0) goes the general way:
- * its slot is not known from the quotient (wheel.h). */
-__attribute__((noinline)) static int
-schedule_empty(struct tw_wheel *w, struct tw_timer *t, struct tw_link *head)
+ * worth of timeouts in 1000 slots) take this path for most schedules. A
+ * level placed by due tick (mult 0) goes the general way: its slot is not
+ * known from the quotient (wheel.h). */
+__attribute__((noinline)) static int schedule_empty(struct tw_wheel *w,
+                                                    struct tw_timer *t,
+                                                    const struct tw__place *p,
+                                                    struct tw_link *head)
 {
-    const struct tw__place *p = w->place;
-
-    while (p + 1 < w->place + w->nlevels && p[1].slot0 <= head)
-        p++;
     if (!p->mult)
         return schedule_slow(w, t, t->deadline);
     tw__hier_occupy(w, (unsigned)(p - w->place), (uint32_t)(head - p->slot0));
@@ -153,6 +150,7 @@ static uint64_t after(const struct tw_wheel *w, uint64_t delay)
 TW_PUBLIC int tw_schedule(struct tw_wheel *w, struct tw_timer *t,
                           uint64_t deadline)
 {
+    const struct tw__place *p;
     struct tw_link *head;
 
     /* The expiry function is tested first: with one, the timer's cb is the
@@ -164,9 +162,10 @@ TW_PUBLIC int tw_schedule(struct tw_wheel *w, struct tw_timer *t,
     if (deadline <= w->fast_ns)
         return schedule_slow(w, t, deadline);
     t->deadline = deadline;
-    head = fast_slot(w, deadline);
+    p = fast_level(w, deadline);
+    head = p->slot0 + tw__place_slot(p, deadline);
     if (tw__list_empty(head))
-        return schedule_empty(w, t, head);
+        return schedule_empty(w, t, p, head);
     tw__list_push_back(head, &t->link);
     w->count++;
     return 0;
@@ -190,7 +189,7 @@ TW_PUBLIC int tw_rearm(struct tw_wheel *w, struct tw_timer *t,
         return -EINVAL;
     /* Fast: a pending timer (which has a callback: schedule refused it
      * otherwise; rearm_slow() checks the others), to a deadline that is
-     * not deferred (see fast_slot()). */
+     * not deferred (see fast_level()). */
     if (!t->link.next || deadline <= w->fast_ns)
         return rearm_slow(w, t, deadline);
     p = w->place;
