@@ -89,7 +89,7 @@ static bool expire_cycle(struct expire *e, const struct impl *im,
 static void expire_once(struct expire *e, const struct impl *im,
                         struct wl_result *out, bool timed)
 {
-    uint64_t cycles = (MIN_TIMERS + e->n - 1) / e->n;
+    uint64_t cycles = wl_rep_work(&wl_expire, e->n) / e->n;
     struct expire_sum sum = {0};
     double timers = (double)(cycles * e->n);
 
@@ -146,6 +146,7 @@ const struct workload wl_expire = {
     .sizes = {[SUITE_QUICK] = {1000, 10000, 100000, 1000000},
               [SUITE_FULL] = {1000, 10000, 100000, 1000000, 10000000},
               [SUITE_SMOKE] = {1000}},
+    .rep_min = MIN_TIMERS,
     WL_METRICS(metrics),
     .prepare = expire_prepare,
     .run = expire_run,
