@@ -264,9 +264,6 @@ level0_only(const struct tw_wheel *w, uint64_t target, uint64_t max_run)
            tw__list_empty(&w->expired) && tw__list_empty(&w->demoting);
 }
 
-/* The general advance: every check, then the driver described above.
- * Exported for the inline advances of timewheel/core.h, which call it
- * whenever the wheel's head says there may be work. */
 /* The driver's way, out of line: the level-0 way of tw__advance() then
  * saves only the registers it uses. */
 __attribute__((noinline)) static int64_t
@@ -289,6 +286,9 @@ advance_driven(struct tw_wheel *w, uint64_t target, uint64_t max_run)
     return (int64_t)ran;
 }
 
+/* The general advance: every check, then the level-0 way or the driver
+ * described above. Exported for the inline advances of timewheel/core.h,
+ * which call it whenever the wheel's head says there may be work. */
 TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
                               uint64_t max_run)
 {
