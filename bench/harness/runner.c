@@ -17,12 +17,13 @@
  * The budget: each cell (one implementation on one sequence) may take about
  * budget_s of wall time, counted over its own calls only. Before a row, the
  * time one repetition took at the previous size is scaled linearly to this
- * size; a cell whose single repetition would not fit is skipped with a note
- * saying so, and otherwise the repetitions are cut to what fits (at least
- * one); an untimed warm-up repetition comes first (in the first round) only
- * when it is known to be cheap. In the later rounds, a repetition of at
- * most a hundredth of the budget gets a warm-up of its own, since the other
- * implementations' repetitions in between leave the caches cold, which
+ * size (to the work a repetition does there, wl_rep_work(): expire repeats
+ * its cycle below 10^5 timers); a cell whose single repetition would not fit is
+ * skipped with a note saying so, and otherwise the repetitions are cut to what
+ * fits (at least one); an untimed warm-up repetition comes first (in the first
+ * round) only when it is known to be cheap. In the later rounds, a repetition
+ * of at most a hundredth of the budget gets a warm-up of its own, since the
+ * other implementations' repetitions in between leave the caches cold, which
  * weighs on a repetition of a few ms and not on a long one. After each
  * call, a cell gets another only if a repetition as long as its last (from
  * its wl_more() on: not what the first call does once before, such as a
@@ -110,7 +111,8 @@ static void plan_cell(const struct run_config *cfg, const struct history *h,
     c->reps = cfg->p.reps;
     c->on = true;
     if (h->n)
-        pred = h->rep_s * (double)n / (double)h->n;
+        pred = h->rep_s * (double)wl_rep_work(wl, n) /
+               (double)wl_rep_work(wl, h->n);
     if (pred > budget) {
         wl_note_all(&c->out, wl,
                     "not run: one repetition would take about "

@@ -75,6 +75,13 @@ void *wl_create(const struct impl *im, uint64_t n, unsigned nmetrics,
     return ctx;
 }
 
+uint64_t wl_rep_work(const struct workload *wl, uint64_t n)
+{
+    if (n == 0 || n >= wl->rep_min)
+        return n;
+    return (wl->rep_min + n - 1) / n * n;
+}
+
 bool wl_more(struct wl_plan *plan, unsigned r)
 {
     uint64_t now = clock_now_ns();

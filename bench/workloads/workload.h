@@ -89,6 +89,10 @@ struct workload {
     const char *const *variants; /* labels; NULL when there is one */
     uint64_t sizes[SUITE_COUNT][WL_MAX_SIZES]; /* per suite, 0-terminated */
     bool fixed_size; /* --sizes does not apply (the size defines it) */
+    /* A repetition below this size repeats its whole cycle until it has
+     * done this many timers' worth (wl_rep_work()); 0: one cycle always.
+     * The runner scales its budget predictions by that work, not by n. */
+    uint64_t rep_min;
     bool log_values; /* plot values on a log axis however close they are */
     bool plot_each_metric; /* a plot per metric, not only the first's */
     unsigned nmetrics;
@@ -128,6 +132,9 @@ void wl_note_all(struct wl_result *out, const struct workload *wl,
 /* im->create(), or NULL with the reason noted on metrics 0..nmetrics-1. */
 void *wl_create(const struct impl *im, uint64_t n, unsigned nmetrics,
                 struct wl_result *out);
+/* The timers' worth of work one repetition of wl does at size n: n, or
+ * whole cycles of n up to wl->rep_min. */
+uint64_t wl_rep_work(const struct workload *wl, uint64_t n);
 /* Whether repetition r (0-based, warm-up not counted) should start: the
  * first always does, a later one only if another repetition as long as the
  * last still ends within the budget. */

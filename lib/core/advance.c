@@ -14,6 +14,9 @@
  *      lets the hierarchical wheel take every due level-0 slot up to T in
  *      one pass), and go back to 2; stop when nothing is left at or
  *      before T.
+ * An unbounded advance to a tick inside level 0's revolution, with nothing
+ * deferred or expired, takes a shorter way to the same result
+ * (level0_only(), below).
  * The expired list is filled one tick at a time, so callbacks run in order
  * of due tick. While callbacks run, any timer they schedule for a tick <= T
  * is deferred (timer.c), so an advance always ends. A bounded advance stops
@@ -129,7 +132,11 @@ drive(struct tw_wheel *w, uint64_t target, uint64_t max_run, tw_callback *fn,
 
     for (;;) {
         ran += run_loop(w, max_run - ran, fn, ctx);
-        if (ran == max_run || !collect_next(w, target, max_run == INT64_MAX))
+        /* The slots hold only timers due after cur (wheel.h), and the
+         * callbacks cannot put one at or before the target (they are
+         * deferred): once cur is there, a collect would find nothing. */
+        if (ran == max_run || w->cur == target ||
+            !collect_next(w, target, max_run == INT64_MAX))
             return ran;
     }
 }
@@ -190,6 +197,25 @@ drive_sliced(struct tw_wheel *w, uint64_t target, uint64_t max_run,
     }
 }
 
+/* The tick that now has reached (tw__time_tick()). An event loop's
+ * advances mostly stay in level 0's revolution: there the level's
+ * reciprocal (wheel.h) gives it with a multiplication instead of a
+ * division, whose latency every later step of the advance waited for. The
+ * due tick of now + 1 is that tick plus one, and it lies in level 0 when
+ * now is below the level's last boundary; it is not below the level's
+ * base, since now >= head.now has reached cur (check.c). A level 0
+ * placed by due tick (mult 0), the hashed wheel (whose places are unset)
+ * and the end of time divide. */
+static inline __attribute__((always_inline)) uint64_t
+target_tick(const struct tw_wheel *w, uint64_t now)
+{
+    const struct tw__place *p = w->place;
+
+    if (w->mode == TW_HIER && now < p->last_ns && p->mult)
+        return w->levels[0].base - 1 + tw__place_slot(p, now + 1);
+    return tw__time_tick(w, now);
+}
+
 /* What every advance checks and sets before it drives; 0 to go on, or the
  * error, changing nothing. Returns the target tick in *target. */
 static inline __attribute__((always_inline)) int
@@ -203,7 +229,7 @@ begin(struct tw_wheel *w, uint64_t now, uint64_t max_run, uint64_t *target)
         return -ERANGE;
     w->head.now = now;
     w->head.idle_ns = 0; /* closes the inline path until the end */
-    *target = tw__time_tick(w, now);
+    *target = target_tick(w, now);
     return 0;
 }
 
@@ -222,17 +248,29 @@ static inline __attribute__((always_inline)) void finish(struct tw_wheel *w,
         sliced && !tw__list_empty(&w->demoting) ? 0 : idle_until(w);
 }
 
-/* The general advance: every check, then the driver described above.
- * Exported for the inline advances of timewheel/core.h, which call it
- * whenever the wheel's head says there may be work. */
-TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
-                              uint64_t max_run)
+/* An unbounded advance of a hierarchical wheel without an expiry function,
+ * to a target in level 0's current revolution, with nothing deferred,
+ * expired or being demoted: an event loop's advance onto a tick with work.
+ * The driver above would collect once and run the callbacks; this does the
+ * same with no test it can answer beforehand: one collect takes every due
+ * level-0 tick and moves cur to the target (the levels above start after
+ * that revolution), and the callbacks cannot add work at or before the
+ * target (they defer it). */
+static inline __attribute__((always_inline)) bool
+level0_only(const struct tw_wheel *w, uint64_t target, uint64_t max_run)
 {
-    uint64_t target, ran;
-    int rc = begin(w, now, max_run, &target);
+    return w->mode == TW_HIER && max_run >= INT64_MAX && !w->expire &&
+           target <= w->levels[0].last && tw__list_empty(&w->deferred) &&
+           tw__list_empty(&w->expired) && tw__list_empty(&w->demoting);
+}
 
-    if (rc)
-        return rc;
+/* The driver's way, out of line: the level-0 way of tw__advance() then
+ * saves only the registers it uses. */
+__attribute__((noinline)) static int64_t
+advance_driven(struct tw_wheel *w, uint64_t target, uint64_t max_run)
+{
+    uint64_t ran;
+
     if (max_run > INT64_MAX)
         max_run = INT64_MAX;
     if (!tw__list_empty(&w->demoting))
@@ -244,6 +282,27 @@ TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
         ran = drive_expiry(w, target, max_run);
     else
         ran = drive(w, target, max_run, NULL, NULL);
+    finish(w, false);
+    return (int64_t)ran;
+}
+
+/* The general advance: every check, then the level-0 way or the driver
+ * described above. Exported for the inline advances of timewheel/core.h,
+ * which call it whenever the wheel's head says there may be work. */
+TW_PUBLIC int64_t tw__advance(struct tw_wheel *w, uint64_t now,
+                              uint64_t max_run)
+{
+    uint64_t target, ran;
+    int rc = begin(w, now, max_run, &target);
+
+    if (rc)
+        return rc;
+    if (!level0_only(w, target, max_run))
+        return advance_driven(w, target, max_run);
+    tw__set_defer(w, tw__tick_time(w, target));
+    w->busy |= TW__ADVANCING;
+    tw__hier_collect_level0(w, target);
+    ran = run_loop(w, INT64_MAX, NULL, NULL);
     finish(w, false);
     return (int64_t)ran;
 }

@@ -542,6 +542,33 @@ next_work(struct tw_wheel *w, uint64_t target, unsigned *k, uint32_t *s,
     return false;
 }
 
+void tw__hier_collect_level0(struct tw_wheel *w, uint64_t target)
+{
+    struct tw__level *lv = w->levels;
+
+    if (w->occupied & 1) {
+        uint32_t s = tw__bitmap_next(&lv->bits, lv->pos + 1);
+
+        if (s <= target - lv->base)
+            flush_ticks(w, s, target);
+    }
+    w->cur = target;
+    lv->pos = (uint32_t)(target - lv->base);
+}
+
+/* The collect of a slot of level k > 0 (tw__hier_collect()): out of line,
+ * so that the level-0 collect, one per tick with work, saves no more
+ * registers than it uses. */
+__attribute__((noinline)) static void
+collect_coarse(struct tw_wheel *w, unsigned k, uint32_t s, uint64_t tick,
+               uint64_t target, bool batch)
+{
+    if (!batch || !expire_singles(w, k, target)) {
+        move_to(w, k, s, tick);
+        demote_slot(w, k, s);
+    }
+}
+
 bool tw__hier_collect(struct tw_wheel *w, uint64_t target, bool batch)
 {
     unsigned k;
@@ -550,13 +577,19 @@ bool tw__hier_collect(struct tw_wheel *w, uint64_t target, bool batch)
 
     if (!next_work(w, target, &k, &s, &tick))
         return false;
-    if (k == 0) {
-        s = flush_ticks(w, s, batch ? target : tick);
-        move_to(w, 0, s, w->levels[0].base + s);
-    } else if (!batch || !expire_singles(w, k, target)) {
-        move_to(w, k, s, tick);
-        demote_slot(w, k, s);
+    if (k != 0) {
+        collect_coarse(w, k, s, tick, target, batch);
+        return true;
     }
+    s = flush_ticks(w, s, batch ? target : tick);
+    /* A batch that reached every level-0 tick up to a target inside level
+     * 0's revolution took all the work at or before it (the levels above
+     * start after that revolution): cur goes straight to the target, and
+     * the advance's driver, seeing it there, asks for no further collect
+     * (advance.c, drive()). */
+    if (batch && target <= w->levels[0].last)
+        s = (uint32_t)(target - w->levels[0].base);
+    move_to(w, 0, s, w->levels[0].base + s);
     return true;
 }
 

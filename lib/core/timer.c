@@ -78,13 +78,14 @@ static void remove_timer(struct tw_wheel *w, struct tw_timer *t)
  * by due tick needs no test of its own: its quotient is 0, and slot 0 of
  * a level is always empty (wheel.h), so it takes the empty-slot path.
  */
-static inline struct tw_link *fast_slot(const struct tw_wheel *w, uint64_t d)
+static inline const struct tw__place *fast_level(const struct tw_wheel *w,
+                                                 uint64_t d)
 {
     const struct tw__place *p = w->place;
 
     while (d > p->last_ns)
         p++;
-    return p->slot0 + tw__place_slot(p, d);
+    return p;
 }
 
 __attribute__((noinline)) static int
@@ -111,21 +112,34 @@ rearm_slow(struct tw_wheel *w, struct tw_timer *t, uint64_t deadline)
     return was_pending;
 }
 
-/* The general path of a call past the fast paths' tests, its new deadline
- * stored in the timer: the slot was empty, the level is placed by due
- * tick, or a re-armed timer leaves a list it was the last of. Each is a
- * tail call, and so are the calls above from the fast paths: the general
+/* The general path of a re-arm past the fast path's tests, its new
+ * deadline stored in the timer: the new slot was empty, the level is
+ * placed by due tick, or the timer leaves a list it was the last of. It is
+ * a tail call, and so are the calls above from the fast paths: the general
  * functions end in their return value for that. */
-__attribute__((noinline)) static int schedule_placed(struct tw_wheel *w,
-                                                     struct tw_timer *t)
-{
-    return schedule_slow(w, t, t->deadline);
-}
-
 __attribute__((noinline)) static int rearm_placed(struct tw_wheel *w,
                                                   struct tw_timer *t)
 {
     return rearm_slow(w, t, t->deadline);
+}
+
+/* A schedule past the fast path's test into an empty slot: the slot, found
+ * already, is marked occupied here, where the general path would find it
+ * again from the deadline. Timers spread thinly over level 0 (a second's
+ * worth of timeouts in 1000 slots) take this path for most schedules. A
+ * level placed by due tick (mult 0) goes the general way: its slot is not
+ * known from the quotient (wheel.h). */
+__attribute__((noinline)) static int schedule_empty(struct tw_wheel *w,
+                                                    struct tw_timer *t,
+                                                    const struct tw__place *p,
+                                                    struct tw_link *head)
+{
+    if (!p->mult)
+        return schedule_slow(w, t, t->deadline);
+    tw__hier_occupy(w, (unsigned)(p - w->place), (uint32_t)(head - p->slot0));
+    tw__list_push_back(head, &t->link);
+    w->count++;
+    return 0;
 }
 
 static uint64_t after(const struct tw_wheel *w, uint64_t delay)
@@ -136,6 +150,7 @@ static uint64_t after(const struct tw_wheel *w, uint64_t delay)
 TW_PUBLIC int tw_schedule(struct tw_wheel *w, struct tw_timer *t,
                           uint64_t deadline)
 {
+    const struct tw__place *p;
     struct tw_link *head;
 
     /* The expiry function is tested first: with one, the timer's cb is the
@@ -147,9 +162,10 @@ TW_PUBLIC int tw_schedule(struct tw_wheel *w, struct tw_timer *t,
     if (deadline <= w->fast_ns)
         return schedule_slow(w, t, deadline);
     t->deadline = deadline;
-    head = fast_slot(w, deadline);
+    p = fast_level(w, deadline);
+    head = p->slot0 + tw__place_slot(p, deadline);
     if (tw__list_empty(head))
-        return schedule_placed(w, t);
+        return schedule_empty(w, t, p, head);
     tw__list_push_back(head, &t->link);
     w->count++;
     return 0;
@@ -173,7 +189,7 @@ TW_PUBLIC int tw_rearm(struct tw_wheel *w, struct tw_timer *t,
         return -EINVAL;
     /* Fast: a pending timer (which has a callback: schedule refused it
      * otherwise; rearm_slow() checks the others), to a deadline that is
-     * not deferred (see fast_slot()). */
+     * not deferred (see fast_level()). */
     if (!t->link.next || deadline <= w->fast_ns)
         return rearm_slow(w, t, deadline);
     p = w->place;

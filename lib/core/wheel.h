@@ -208,6 +208,11 @@ void tw__hier_emptied(struct tw_wheel *w, struct tw_link *head);
 /* Collect the next tick with work at or before target (with batch, every
  * level-0 tick up to target); false when there is none and cur == target. */
 bool tw__hier_collect(struct tw_wheel *w, uint64_t target, bool batch);
+/* Every level-0 tick with work up to target, which lies in level 0's
+ * current revolution, to the expired list in tick order, and cur to
+ * target: an unbounded advance's whole collect there, since the levels
+ * above start after that revolution. */
+void tw__hier_collect_level0(struct tw_wheel *w, uint64_t target);
 /* The same, in a sliced advance: one step of at most *work units (each
  * collect step one, each timer demoted one), *work lowered by what it
  * took; false when *work is spent or nothing is left at or before

@@ -568,3 +568,68 @@ Test(core_advance, idle_path_refuses_advance_from_callback)
     cr_assert_eq(a.victim_rc, -EBUSY);
     tw_destroy(w);
 }
+
+/* An advance to now that takes the general path (a deferred timer opens
+ * it) ends with cur at floor((now - start) / tick): the tick the advance
+ * computes, by level 0's multiplier inside that level's revolution
+ * (advance.c, target_tick()), by a division elsewhere. */
+static void target_tick_is(struct tw_wheel *w, const struct tw_config *cfg,
+                           struct rec *poke, uint64_t now)
+{
+    uint64_t want = now == UINT64_MAX ? w->max_tick
+                    : now <= cfg->start_ns
+                        ? 0
+                        : (now - cfg->start_ns) / cfg->tick_ns;
+
+    if (now < tw_now(w))
+        return;
+    cr_assert_eq(tw_schedule(w, &poke->t, 0), 0);
+    cr_assert_eq(tw_advance(w, now), 1, "tick %llu start %llu now %llu",
+                 (unsigned long long)cfg->tick_ns,
+                 (unsigned long long)cfg->start_ns, (unsigned long long)now);
+    cr_assert_eq(w->cur, want, "tick %llu start %llu now %llu: cur %llu",
+                 (unsigned long long)cfg->tick_ns,
+                 (unsigned long long)cfg->start_ns, (unsigned long long)now,
+                 (unsigned long long)w->cur);
+    wheel_ok(w);
+}
+
+/* Around tick boundaries k * tick + {-1, 0, 1} from the start to past
+ * level 0's second revolution, for ticks that are not powers of ten, a
+ * start that is not a tick boundary and one a few seconds before the end
+ * of time (where the tick limit saturates). */
+Test(core_advance, target_tick_by_multiplication_matches_division)
+{
+    static const uint64_t ticks[] = {1, 3, 7, 1000, 999983, MS};
+    static const uint64_t ks[] = {0,    1,    2,    998,   999,   1000, 1001,
+                                  1999, 2000, 2001, 59999, 60000, 60001};
+
+    for (size_t ti = 0; ti < sizeof(ticks) / sizeof(ticks[0]); ti++) {
+        const uint64_t starts[] = {0, 5, 123456789,
+                                   UINT64_MAX - 2500 * ticks[ti]};
+
+        for (size_t si = 0; si < sizeof(starts) / sizeof(starts[0]); si++) {
+            struct tw_config cfg;
+            struct tw_wheel *w;
+            struct rec poke;
+
+            tw_config_init(&cfg, TW_HIER);
+            cfg.tick_ns = ticks[ti];
+            cfg.start_ns = starts[si];
+            w = tw_create(&cfg, NULL);
+            cr_assert_not_null(w);
+            rec_init(&poke, w);
+            for (size_t ki = 0; ki < sizeof(ks) / sizeof(ks[0]); ki++) {
+                uint64_t b = cfg.start_ns + ks[ki] * ticks[ti];
+
+                if (ks[ki] * ticks[ti] > UINT64_MAX - cfg.start_ns - 1)
+                    break;
+                target_tick_is(w, &cfg, &poke, b ? b - 1 : b);
+                target_tick_is(w, &cfg, &poke, b);
+                target_tick_is(w, &cfg, &poke, b + 1);
+            }
+            target_tick_is(w, &cfg, &poke, UINT64_MAX);
+            tw_destroy(w);
+        }
+    }
+}
