@@ -29,7 +29,8 @@ import java.util.Map;
 
 public final class NettyBench {
     static final String[] WORKLOADS = {"schedule", "cancel", "rearm", "memory", "lateness",
-                                       "wakeups"};
+                                       "wakeups",
+                                       "fresh"};
 
     public static void main(String[] args) throws Exception {
         Map<String, String> opt = options(args);
@@ -77,7 +78,10 @@ public final class NettyBench {
     private static void runNetty(Figures netty, String w, long n, long len, int round,
                                  List<String[]> raw) {
         int from = netty.rows.size();
-        netty.run(w, n, len);
+        if (w.equals("fresh")) /* Fresh.java: a new thread against a warm one */
+            new Fresh(netty.rows, true).run(n, 1);
+        else
+            netty.run(w, n, len);
         for (Figures.Row row : netty.rows.subList(from, netty.rows.size()))
             raw.add(tagged(round, row.csv()));
     }

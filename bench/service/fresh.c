@@ -15,9 +15,9 @@
  *                 turn, first one then the other; the rows are the medians.
  *   fresh-burst   FRESH_BURSTS bursts of N / FRESH_BURSTS schedules (then
  *                 cancels), each by a new thread, against the same bursts
- *                 from the warm thread: schedules/s over the bursts'
- *                 scheduling windows and the ratio fresh/warm, and thread
- *                 CPU ns per schedule.
+ *                 from the warm thread, in turn: schedules/s over the bursts'
+ *                 scheduling windows and the ratio fresh/warm, thread CPU
+ *                 ns per schedule and faults per 1,000 schedules.
  *
  * --warmup K gives the warm thread K more unrecorded rounds first.
  */
@@ -298,35 +298,43 @@ static void fresh_thread(const struct impl *im, struct tw_service *s,
     unpark_all();
 }
 
-/* FRESH_BURSTS bursts of n / FRESH_BURSTS: [0] schedules/s over their
- * scheduling windows, [1] thread CPU ns per schedule. */
-static void bursts(struct tw_service *s, struct warm *w, struct tw_handle **h,
-                   uint64_t n, double out[2])
+/* Sums over bursts: [0] schedules, [1] wall ns, [2] thread CPU ns, [3]
+ * minor faults. */
+static void add(double sum[4], const struct burst *b)
 {
-    uint64_t each = n / FRESH_BURSTS, wall = 0, cpu = 0;
-
-    for (int k = 0; k < FRESH_BURSTS; k++) {
-        struct burst b = burst(s, w, false, h, each, FRESH_SEED + 100 + k);
-
-        wall += b.wall;
-        cpu += b.cpu;
-    }
-    out[0] = (double)(each * FRESH_BURSTS) * 1e9 / (double)wall;
-    out[1] = (double)cpu / (double)(each * FRESH_BURSTS);
+    sum[0] += (double)b->count;
+    sum[1] += (double)b->wall;
+    sum[2] += (double)b->cpu;
+    sum[3] += (double)b->faults;
 }
 
+/* FRESH_BURSTS bursts of n / FRESH_BURSTS from new threads and as many
+ * from the warm thread, in turn (which goes first alternates). */
 static void fresh_burst(const struct impl *im, struct tw_service *s,
                         struct warm *w, struct tw_handle **h, uint64_t n)
 {
-    double fresh[2], warm[2];
+    uint64_t each = n / FRESH_BURSTS;
+    double f[4] = {0}, m[4] = {0}, fr, wr;
 
-    bursts(s, NULL, h, n, fresh);
-    bursts(s, w, h, n, warm);
-    emit("fresh-burst", im->name, n, "fresh_ops_per_s", fresh[0], "1/s");
-    emit("fresh-burst", im->name, n, "warm_ops_per_s", warm[0], "1/s");
-    emit("fresh-burst", im->name, n, "ratio", fresh[0] / warm[0], "x");
-    emit("fresh-burst", im->name, n, "fresh_cpu_ns_per_op", fresh[1], "ns");
-    emit("fresh-burst", im->name, n, "warm_cpu_ns_per_op", warm[1], "ns");
+    for (int k = 0; k < FRESH_BURSTS; k++) {
+        uint64_t seed = FRESH_SEED + 100 + (uint64_t)k;
+        struct burst a = burst(s, k % 2 ? w : NULL, false, h, each, seed);
+        struct burst b = burst(s, k % 2 ? NULL : w, false, h, each, seed);
+
+        add(k % 2 ? m : f, &a);
+        add(k % 2 ? f : m, &b);
+    }
+    fr = f[0] * 1e9 / f[1];
+    wr = m[0] * 1e9 / m[1];
+    emit("fresh-burst", im->name, n, "fresh_ops_per_s", fr, "1/s");
+    emit("fresh-burst", im->name, n, "warm_ops_per_s", wr, "1/s");
+    emit("fresh-burst", im->name, n, "ratio", fr / wr, "x");
+    emit("fresh-burst", im->name, n, "fresh_cpu_ns_per_op", f[2] / f[0], "ns");
+    emit("fresh-burst", im->name, n, "warm_cpu_ns_per_op", m[2] / m[0], "ns");
+    emit("fresh-burst", im->name, n, "fresh_faults_per_1k", f[3] * 1000 / f[0],
+         "1");
+    emit("fresh-burst", im->name, n, "warm_faults_per_1k", m[3] * 1000 / m[0],
+         "1");
 }
 
 void fig_fresh(const struct impl *im, const struct sizes *sz, int warmup)
