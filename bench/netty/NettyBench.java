@@ -10,6 +10,8 @@
  * hashed, each on a fresh service), alternating which goes first. Nothing
  * else runs meanwhile: the Netty timer of a workload is stopped before
  * svcbench starts, and svcbench has exited before Netty's next workload.
+ * Netty's side of each workload is in Figures.java, but for "fresh" (a new
+ * thread against a warm one), which is in Fresh.java.
  *
  * Writes, in --out DIR: raw.csv (every row of every round), results.csv
  * (median, min and max per implementation and the ratios timewheel/Netty of
