@@ -10,6 +10,8 @@
  * hashed, each on a fresh service), alternating which goes first. Nothing
  * else runs meanwhile: the Netty timer of a workload is stopped before
  * svcbench starts, and svcbench has exited before Netty's next workload.
+ * Netty's side of each workload is in Figures.java, but for "fresh" (a new
+ * thread against a warm one), which is in Fresh.java.
  *
  * Writes, in --out DIR: raw.csv (every row of every round), results.csv
  * (median, min and max per implementation and the ratios timewheel/Netty of
@@ -34,7 +36,7 @@ import java.util.Map;
 
 public final class NettyBench {
     static final String[] WORKLOADS = {"schedule", "cancel", "rearm", "memory", "lateness",
-                                       "wakeups", "fire"};
+                                       "wakeups", "fire", "fresh"};
 
     public static void main(String[] args) throws Exception {
         Map<String, String> opt = options(args);
@@ -85,7 +87,10 @@ public final class NettyBench {
     private static void runNetty(Figures netty, String w, long n, long len, int round,
                                  List<String[]> raw) {
         int from = netty.rows.size();
-        netty.run(w, n, len);
+        if (w.equals("fresh")) /* Fresh.java: a new thread against a warm one */
+            new Fresh(netty.rows, true).run(n, 1);
+        else
+            netty.run(w, n, len);
         for (Figures.Row row : netty.rows.subList(from, netty.rows.size()))
             raw.add(tagged(round, row.csv()));
     }

@@ -93,6 +93,13 @@ final class Summary {
                    false),
     };
 
+    /** The table's rows: TABLE, then those of Fresh.java. */
+    static List<Figure> figures() {
+        List<Figure> all = new ArrayList<>(Arrays.asList(TABLE));
+        all.addAll(Arrays.asList(Fresh.TABLE));
+        return all;
+    }
+
     /** Median, min, max of one figure of one implementation. */
     record Stat(double median, double min, double max, int count) {
         static Stat of(List<Double> v) {
@@ -191,7 +198,7 @@ final class Summary {
             .append(run.rounds).append(" rounds) | unit | Netty | hier | hier/Netty | hashed | "
                                        + "hashed/Netty | better |\n");
         b.append("|---|---|---:|---:|---:|---:|---:|---|\n");
-        for (Figure f : TABLE) {
+        for (Figure f : figures()) {
             Map<String, List<Double>> m = by.get(f.workload + "," + f.metric);
             if (m == null)
                 continue;

@@ -12,6 +12,8 @@
  *               the figures measured beside Netty's HashedWheelTimer, N
  *               timers due 1 ms..1 h out (figures.c; bench/netty/ runs the
  *               same workloads in Java)
+ *   fresh       a producer thread new to the service against a warm one
+ *               (fresh.c)
  *   stress      not a benchmark: producers schedule and cancel while
  *               timers fire, then stop; exits 1 unless
  *               scheduled == ran + cancelled + handed back exactly
@@ -520,7 +522,7 @@ static void open_csv(const char *path)
 static const char *const workloads[] = {
     "throughput", "latency", "idle",     "schedule", "cancel",
     "rearm",      "memory",  "lateness", "wakeups",  "stress",
-    "cancelwait", "flood",   "fire"};
+    "cancelwait", "flood",   "fire",     "fresh"};
 
 static int usage(void)
 {
@@ -528,7 +530,7 @@ static int usage(void)
             "usage: svcbench [--quick] [--csv FILE] [--n N] [--warmup K] "
             "[--impl hier|hashed] [WORKLOAD...]\n"
             "WORKLOAD: throughput latency idle schedule cancel rearm "
-            "memory lateness wakeups stress cancelwait flood fire\n");
+            "memory lateness wakeups stress cancelwait flood fire fresh\n");
     return 2;
 }
 
@@ -571,6 +573,8 @@ static int run_impl(const struct impl *im, int argc, char **argv, int first,
         fig_fire(im, sz);
     if (wanted(argc, argv, first, "cancelwait"))
         cancelwait(im);
+    if (wanted(argc, argv, first, "fresh"))
+        fig_fresh(im, sz, warmup);
     if (wanted(argc, argv, first, "stress")) {
         bad += stress(im, 0, sz->stress_ns);
         bad += stress(im, 2, sz->stress_ns);

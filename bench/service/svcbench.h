@@ -65,5 +65,7 @@ void fig_lateness(const struct impl *im, const struct sizes *sz);
 void fig_wakeups(const struct impl *im, const struct sizes *sz);
 void fig_flood(const struct impl *im, const struct sizes *sz);
 void fig_fire(const struct impl *im, const struct sizes *sz);
+/* fresh.c: a producer thread new to the service against a warm one. */
+void fig_fresh(const struct impl *im, const struct sizes *sz, int warmup);
 
 #endif

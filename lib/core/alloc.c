@@ -5,15 +5,17 @@
  *
  * The default is jemalloc (jemalloc.c: its fast malloc() for most blocks,
  * an arena of the library's own for the size classes whose freed slabs
- * jemalloc would join into extents it cannot reuse, sdallocx() to free, and
- * a thread cache for threads that only free); `make ALLOC=libc` builds the
+ * jemalloc would join into extents it cannot reuse, a second one that every
+ * thread allocating through the library is bound to, so that a new thread
+ * takes back what others freed, sdallocx() to free, and a thread cache for
+ * threads that only free); `make ALLOC=libc` builds the
  * same library on malloc() and free(). An embedder may replace either with
  * tw_set_allocator(), as libuv's uv_replace_allocator() allows, but only
  * before the library's first allocation: a block must go back to the
  * allocator it came from, and the library does not record which one that
  * was (a pointer per handle would cost the service 8 bytes a timer). Once
  * the first block is handed out the choice is locked and a replacement is
- * -EBUSY. With a replacement the library's arena is never made.
+ * -EBUSY. With a replacement the library's arenas are never made.
  */
 #include <errno.h>
 #include <stdatomic.h>

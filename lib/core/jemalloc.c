@@ -52,6 +52,29 @@
  * (stats.allocated) count every arena. If the arena cannot be made (jemalloc
  * out of arenas or memory), every block takes the other path.
  *
+ * Threads new to the library: one arena for every thread that allocates
+ * through it. jemalloc binds each thread to an automatic arena (the one
+ * with the fewest threads; 4 per processor), and a block goes back to the
+ * arena it came from, whichever thread frees it. So the handles a producer
+ * allocated, once the worker frees them, sit in that producer's arena, and
+ * a thread new to the service, bound to an arena they are not in, faults
+ * its pages in anew: 13.3 to 14.1 faults per 1,000 schedules, twice a warm
+ * thread's CPU per schedule (svcbench fresh; docs/benchmarks.md). So the
+ * first tw__je_alloc() on each thread binds it (mallctl "thread.arena") to
+ * a second arena the library makes, the producers' arena, an ordinary one
+ * (jemalloc's hooks, merges and all), unless the application bound the
+ * thread to an arena it made itself (an index past the automatic ones),
+ * which is left as it is. Every thread that allocates through the library
+ * then takes back what any other freed, at no cost to its later
+ * allocations: malloc() stays the fast path, and the thread-local flag the
+ * first call sets replaces the process-wide one it tested before. What it
+ * changes for the application: its own malloc() on such a thread comes
+ * from the producers' arena too (one arena for all of them, as jemalloc
+ * shares its automatic arenas once threads outnumber them), and a thread
+ * whose first allocation through the library is made before the
+ * application binds it is moved again by the application's binding. Sizes
+ * routed to the library's own arena go there as before, from every thread.
+ *
  * Threads that only free. jemalloc gives a thread whose first call into it
  * is a free a minimal state without a thread cache, so each of its frees
  * locks the arena's bin: 444 to 455 instructions a free under callgrind,
@@ -89,9 +112,10 @@
 #define ROUTED_MAX 4096
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static atomic_bool ready; /* set (release) once the fields below are */
-static bool plain_malloc; /* malloc() is jemalloc's */
-static int arena_flags;   /* MALLOCX_ARENA(ours), 0 without one */
+static bool plain_malloc;  /* malloc() is jemalloc's */
+static int arena_flags;    /* MALLOCX_ARENA(ours), 0 without one */
+static int producers = -1; /* the producers' arena, -1 without one */
+static unsigned automatic; /* jemalloc's automatic arenas: 0 .. this - 1 */
 static bool routed[ROUTED_MAX / 8 + 1]; /* [(size + 7) / 8]: to our arena */
 
 /* jemalloc's default hooks, called through. Atomic (relaxed: plain loads)
@@ -275,6 +299,22 @@ static int malloc_is_jemallocs(void)
            dladdr((void *)(uintptr_t)mallocx, &x) && m.dli_fbase == x.dli_fbase;
 }
 
+/* The producers' arena (see the top): an ordinary one, jemalloc's hooks;
+ * its index, or -1 (every thread then keeps jemalloc's choice). */
+static int new_producers_arena(void)
+{
+    unsigned ind, n;
+    size_t len = sizeof(ind);
+
+    if (mallctl("arenas.create", &ind, &len, NULL, 0))
+        return -1;
+    len = sizeof(n);
+    if (mallctl("opt.narenas", &n, &len, NULL, 0))
+        return -1;
+    automatic = n;
+    return (int)ind;
+}
+
 /* Once per process, before the first block. */
 static void set_up(void)
 {
@@ -285,14 +325,35 @@ static void set_up(void)
         arena_flags = MALLOCX_ARENA(ind);
         route_classes();
     }
-    atomic_store_explicit(&ready, true, memory_order_release);
+    producers = new_producers_arena();
+}
+
+/* Whether this thread has called tw__je_alloc() before (and so the process
+ * is set up and the thread bound). Initial-exec: a plain load from the
+ * thread pointer, also in the shared library. */
+static INITIAL_EXEC _Thread_local bool allocated_before;
+
+/* Once per thread: set the process up if no thread has, then bind this
+ * thread to the producers' arena unless the application chose its arena
+ * (see the top). A failure leaves the thread where jemalloc put it. */
+static COLD void first_alloc(void)
+{
+    unsigned cur, to;
+    size_t len = sizeof(cur);
+
+    pthread_once(&once, set_up);
+    allocated_before = true;
+    if (producers < 0 || mallctl("thread.arena", &cur, &len, NULL, 0) ||
+        cur >= automatic)
+        return;
+    to = (unsigned)producers;
+    (void)mallctl("thread.arena", NULL, NULL, &to, sizeof(to));
 }
 
 void *tw__je_alloc(size_t size)
 {
-    /* Acquire (a plain load on x86): the fields set_up() wrote. */
-    if (!atomic_load_explicit(&ready, memory_order_acquire))
-        pthread_once(&once, set_up);
+    if (!allocated_before)
+        first_alloc();
     if (size <= ROUTED_MAX && routed[(size + 7) / 8])
         return mallocx(size, arena_flags);
     return plain_malloc ? malloc(size) : mallocx(size, 0);
