@@ -518,8 +518,9 @@ static void open_csv(const char *path)
 }
 
 static const char *const workloads[] = {
-    "throughput", "latency",  "idle",    "schedule", "cancel",     "rearm",
-    "memory",     "lateness", "wakeups", "stress",   "cancelwait", "flood"};
+    "throughput", "latency", "idle",     "schedule", "cancel",
+    "rearm",      "memory",  "lateness", "wakeups",  "stress",
+    "cancelwait", "flood",   "rpc"};
 
 static int usage(void)
 {
@@ -527,7 +528,7 @@ static int usage(void)
             "usage: svcbench [--quick] [--csv FILE] [--n N] [--warmup K] "
             "[--impl hier|hashed] [WORKLOAD...]\n"
             "WORKLOAD: throughput latency idle schedule cancel rearm "
-            "memory lateness wakeups stress cancelwait flood\n");
+            "memory lateness wakeups stress cancelwait flood rpc\n");
     return 2;
 }
 
@@ -566,6 +567,8 @@ static int run_impl(const struct impl *im, int argc, char **argv, int first,
         fig_wakeups(im, sz);
     if (wanted(argc, argv, first, "flood"))
         fig_flood(im, sz);
+    if (wanted(argc, argv, first, "rpc"))
+        fig_rpc(im);
     if (wanted(argc, argv, first, "cancelwait"))
         cancelwait(im);
     if (wanted(argc, argv, first, "stress")) {

@@ -64,5 +64,7 @@ void fig_memory(const struct impl *im, const struct sizes *sz, int warmup);
 void fig_lateness(const struct impl *im, const struct sizes *sz);
 void fig_wakeups(const struct impl *im, const struct sizes *sz);
 void fig_flood(const struct impl *im, const struct sizes *sz);
+/* rpc.c: the RPC pattern (steady churn of outstanding requests). */
+void fig_rpc(const struct impl *im);
 
 #endif
