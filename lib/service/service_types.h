@@ -176,6 +176,15 @@ _Static_assert(sizeof(struct tw__handle_long) <= 80,
  * about 1 / TW__REAP_NS wake-ups per second, not one per cancel. */
 #define TW__REAP_NS UINT64_C(100000000)
 
+/* The reaping backlog (backlog.c): the fewest unreaped cancel messages, over
+ * all the producers' rings, that make a canceller wake the worker (some
+ * 100 KB of handles: a slow stream of cancels stays below it and costs a
+ * wake-up per TW__REAP_NS, not per cancel); and the longest a canceller
+ * yields, per block of its ring, to a worker more than twice the bound
+ * behind. */
+#define TW__REAP_FLOOR 2048u
+#define TW__REAP_WAIT_NS UINT64_C(1000000)
+
 /* Stripes of counters a thread owns (gate.c), each a cache line, so that
  * two threads never write the same line and a thread counts with plain
  * stores; threads beyond these share one more stripe, with atomic adds. */
@@ -208,6 +217,8 @@ struct tw__rings {
     struct tw__ring fresh; /* custody, as in newq */
     struct tw__ring msgs;  /* messages, as in cancelq */
     void *base;            /* what tw_alloc() returned */
+    size_t asked; /* the producer's: msgs.head + 1 when it last woke the
+                     worker for its backlog (backlog.c); 0: never */
 };
 
 /* A singly linked FIFO of handles through their `next` field, which lies
@@ -245,6 +256,10 @@ struct tw_service {
      * it is awake; reap_wake says it sleeps longer than TW__REAP_NS. */
     _Alignas(TW__CACHE_LINE) atomic_uint_fast64_t sleep_until;
     atomic_bool reap_wake;
+    /* Unreaped cancel messages per ring past which a canceller wakes the
+     * worker (backlog.c): written by the worker when it changes, read by
+     * cancellers once per block of their ring. 0 until the first turn. */
+    atomic_uint_fast64_t reap_bound;
     atomic_bool hinted; /* a re-arm to an earlier deadline sent a message */
     struct tw__mpsc newq;
     struct tw__mpsc cancelq;                    /* struct tw__qmsg nodes */
@@ -265,6 +280,7 @@ struct tw_service {
     struct tw_wheel *wheel;
     struct tw__hlist batch; /* due, for the executor after the advance */
     bool reaped;            /* the last reap found cancelled timers */
+    uint64_t hwm, hwm_at;   /* most timers in the wheel since hwm_at */
     bool behind_set;        /* the worker's copy of `behind` */
     uint64_t drained_at;    /* when the worker last emptied rings and newq */
     pthread_t worker;

@@ -469,6 +469,7 @@ void *tw__worker_main(void *arg)
 
         tw__worker_reap(s, false);
         more = tw__worker_admit(s, ADMIT_BATCH, false);
+        tw__backlog_publish(s, now);
         track_lag(s, now, more);
         if (tw__stopping(s))
             break;

@@ -1,0 +1,106 @@
+/*
+ * How many cancelled handles may wait for the worker: the reaping backlog.
+ *
+ * A winning cancel of a pending timer sends a message (handle.c), and the
+ * handle's memory goes back only when the worker takes it (worker.c,
+ * take_message). A worker that reaps on a timer alone, every TW__REAP_NS,
+ * leaves all that a stream of cancels makes in that time: in the RPC
+ * pattern (each request's timeout cancelled 0.1-1 ms after it was set) at
+ * some 10^7 cancels a second, 10^6 dead handles for 10^4 live ones, 500 to
+ * 7,000 bytes per request outstanding instead of 48 (docs/benchmarks.md,
+ * "The RPC pattern"). So the garbage is bounded by what is outstanding, not
+ * by time:
+ *
+ *  - the worker publishes, at each turn, the bound of its backlog per
+ *    producer ring, `reap_bound`: a quarter of the timers in its wheel (its
+ *    high-water mark over the last TW__REAP_NS, so that a burst of cancels
+ *    that empties the wheel is not held to the few left), at least
+ *    TW__REAP_FLOOR, shared among the rings;
+ *  - a canceller looks at its message ring's backlog (pushes it made less
+ *    the worker's takes, ring.h) once per block of the ring, when the
+ *    block is full, so the fast path of a cancel gains no instruction and
+ *    no write to a line another thread writes; past the bound it wakes the
+ *    worker, once per reap of the worker's (the head it saw moved);
+ *  - past twice the bound the worker is not keeping up (producers that
+ *    outrun it on the cores they share): the canceller yields the processor
+ *    until the worker has taken its ring below the bound, for at most
+ *    TW__REAP_WAIT_NS a block, and never on one of the service's own threads
+ *    (a callback that cancels would wait for itself) nor once stop has begun.
+ *
+ * A slow stream of cancels stays below the floor and is reaped as before,
+ * within TW__REAP_NS, without a wake-up per cancel. The wake-up is a kick
+ * (a flag under the worker's lock), which the worker reads before every
+ * sleep, so it needs no part of the membarrier hand-shake (worker.c,
+ * "Sleeping"): a kick made while the worker is awake makes its next sleep
+ * return at once. A stale head read by the canceller only makes it kick or
+ * look again. Threads without a ring (cancelq) keep the timer alone: their
+ * messages cost a node and an exchange each already.
+ */
+#include <sched.h>
+
+#include "service.h"
+
+/* The timers in the wheel, as the bound counts them: the most seen since the
+ * window began, the window restarting every TW__REAP_NS. Worker only. */
+static uint64_t high_water(struct tw_service *s, uint64_t now)
+{
+    uint64_t n = tw_pending(s->wheel);
+
+    if (now - s->hwm_at > TW__REAP_NS) {
+        s->hwm_at = now;
+        s->hwm = n;
+    } else if (n > s->hwm) {
+        s->hwm = n;
+    }
+    return s->hwm;
+}
+
+void tw__backlog_publish(struct tw_service *s, uint64_t now)
+{
+    uint64_t bound = high_water(s, now) / 4;
+    unsigned rings =
+        (unsigned)__builtin_popcountll((unsigned long long)tw__rings_made(s));
+
+    if (bound < TW__REAP_FLOOR)
+        bound = TW__REAP_FLOOR;
+    bound /= rings ? rings : 1;
+    if (bound != atomic_load_explicit(&s->reap_bound, memory_order_relaxed))
+        atomic_store_explicit(&s->reap_bound, bound, memory_order_relaxed);
+}
+
+/* Messages r's producer (this thread) pushed that the worker has not taken. */
+static size_t unreaped(const struct tw__ring *r)
+{
+    return atomic_load_explicit(&r->tail, memory_order_relaxed) -
+           atomic_load_explicit(&r->head, memory_order_relaxed);
+}
+
+/* The worker is more than twice the bound behind: let it run. */
+static void wait_reap(struct tw_service *s, const struct tw__ring *r,
+                      size_t bound)
+{
+    uint64_t give_up = tw__svc_clock() + TW__REAP_WAIT_NS;
+
+    if (tw__svc_current == s)
+        return;
+    while (unreaped(r) >= bound && !tw__stopping(s) &&
+           tw__svc_clock() < give_up)
+        sched_yield();
+}
+
+void tw__backlog_check(struct tw_service *s, struct tw__rings *r)
+{
+    size_t bound =
+        (size_t)atomic_load_explicit(&s->reap_bound, memory_order_relaxed);
+    size_t left = unreaped(&r->msgs), head;
+
+    if (!bound || left < bound)
+        return;
+    head = atomic_load_explicit(&r->msgs.head, memory_order_relaxed);
+    if (r->asked != head + 1) { /* not since the worker last took some */
+        r->asked = head + 1;
+        tw__worker_kick(s);
+    }
+    if (left >= 2 * bound)
+        wait_reap(s, &r->msgs, bound);
+}
