@@ -14,10 +14,13 @@
  * Writes, in --out DIR: raw.csv (every row of every round), results.csv
  * (median, min and max per implementation and the ratios timewheel/Netty of
  * the medians) and report.md (the same as a table, with the run's
- * parameters). Summary.java computes and formats them.
+ * parameters). Summary.java computes and formats them. The RPC pattern
+ * (workload rpc) is RpcFigures.java beside bench/service/rpc.c, at its own
+ * sizes (10^4 and 10^5 requests outstanding), whatever --n says.
  *
  * usage: NettyBench --svcbench PATH --out DIR [--rounds R] [--warmup W]
  *                   [--svc-warmup K] [--n N] [--late-ms L] [--idle-ms I]
+ *                   [--workloads W1,W2,...] (default: all of WORKLOADS)
  */
 import java.io.IOException;
 import java.nio.file.Files;
@@ -29,7 +32,7 @@ import java.util.Map;
 
 public final class NettyBench {
     static final String[] WORKLOADS = {"schedule", "cancel", "rearm", "memory", "lateness",
-                                       "wakeups"};
+                                       "wakeups", "rpc"};
 
     public static void main(String[] args) throws Exception {
         Map<String, String> opt = options(args);
@@ -41,6 +44,8 @@ public final class NettyBench {
         long n = Long.parseLong(opt.getOrDefault("--n", "1000000"));
         long lateNs = Long.parseLong(opt.getOrDefault("--late-ms", "3000")) * Figures.MS;
         long idleNs = Long.parseLong(opt.getOrDefault("--idle-ms", "3000")) * Figures.MS;
+        String[] workloads = opt.containsKey("--workloads") ? opt.get("--workloads").split(",")
+                                                            : WORKLOADS;
         Files.createDirectories(out);
 
         Summary.Run run = new Summary.Run(rounds, warmup, svcWarmup, n, lateNs, idleNs);
@@ -55,9 +60,11 @@ public final class NettyBench {
         System.out.printf("netty: %d warm-up rounds of Netty (n=%d)%n", warmup, warmN);
         for (int w = 0; w < warmup; w++)
             netty.warmUp(warmN, 500 * Figures.MS);
+        if (warmup > 0) /* the RPC pattern once (RpcFigures: 8 cells of 2 s) */
+            RpcFigures.run(netty, false);
         for (int r = 1; r <= rounds; r++) {
-            for (int wi = 0; wi < WORKLOADS.length; wi++) {
-                String w = WORKLOADS[wi];
+            for (int wi = 0; wi < workloads.length; wi++) {
+                String w = workloads[wi];
                 long len = w.equals("lateness") ? lateNs : idleNs;
                 boolean nettyFirst = (r + wi) % 2 == 0;
                 System.out.printf("-- round %d/%d: %s (%s first)%n", r, rounds, w,
@@ -77,7 +84,10 @@ public final class NettyBench {
     private static void runNetty(Figures netty, String w, long n, long len, int round,
                                  List<String[]> raw) {
         int from = netty.rows.size();
-        netty.run(w, n, len);
+        if (w.equals("rpc"))
+            RpcFigures.run(netty, true); /* its own sizes: 10^4 and 10^5 */
+        else
+            netty.run(w, n, len);
         for (Figures.Row row : netty.rows.subList(from, netty.rows.size()))
             raw.add(tagged(round, row.csv()));
     }

@@ -85,6 +85,35 @@ final class Summary {
                    false),
         new Figure("wakeups", "wakeups_per_s", "idle wake-ups per second (sleeps ended; 0 with CPU busy: never slept)", "1/s", 1, false),
         new Figure("wakeups", "worker_cpu_us_per_s", "idle worker CPU", "us/s", 1, false),
+        /* The RPC pattern (bench/service/rpc.c, RpcFigures.java). */
+        new Figure("rpc-1p-1e4", "pairs_per_s", "RPC pattern, 1 thread, 10^4 outstanding: pairs/s", "M/s", 1e-6, true),
+        new Figure("rpc-1p-1e4", "cpu_ns_per_pair", "RPC pattern, 1 thread, 10^4 outstanding: CPU per pair, process", "ns", 1, false),
+        new Figure("rpc-1p-1e4", "rss_bytes_per_req_mean", "RPC pattern, 1 thread, 10^4 outstanding: RSS per request, mean", "B", 1, false),
+        new Figure("rpc-1p-1e4", "rss_bytes_per_req_max", "RPC pattern, 1 thread, 10^4 outstanding: RSS per request, max", "B", 1, false),
+        new Figure("rpc-1p-1e4", "rss_static_bytes_per_req", "RPC pattern, 1 thread, 10^4 outstanding: RSS per request, static", "B", 1, false),
+        new Figure("rpc-1p-1e4", "rss_max_over_static", "RPC pattern, 1 thread, 10^4 outstanding: RSS max / static (target <= 2)", "x", 1, false),
+        new Figure("rpc-1p-1e4", "alloc_bytes_per_req_max", "RPC pattern, 1 thread, 10^4 outstanding: allocated (heap in use) per request, max", "B", 1, false),
+        new Figure("rpc-1p-1e5", "pairs_per_s", "RPC pattern, 1 thread, 10^5 outstanding: pairs/s", "M/s", 1e-6, true),
+        new Figure("rpc-1p-1e5", "cpu_ns_per_pair", "RPC pattern, 1 thread, 10^5 outstanding: CPU per pair, process", "ns", 1, false),
+        new Figure("rpc-1p-1e5", "rss_bytes_per_req_mean", "RPC pattern, 1 thread, 10^5 outstanding: RSS per request, mean", "B", 1, false),
+        new Figure("rpc-1p-1e5", "rss_bytes_per_req_max", "RPC pattern, 1 thread, 10^5 outstanding: RSS per request, max", "B", 1, false),
+        new Figure("rpc-1p-1e5", "rss_static_bytes_per_req", "RPC pattern, 1 thread, 10^5 outstanding: RSS per request, static", "B", 1, false),
+        new Figure("rpc-1p-1e5", "rss_max_over_static", "RPC pattern, 1 thread, 10^5 outstanding: RSS max / static (target <= 2)", "x", 1, false),
+        new Figure("rpc-1p-1e5", "alloc_bytes_per_req_max", "RPC pattern, 1 thread, 10^5 outstanding: allocated (heap in use) per request, max", "B", 1, false),
+        new Figure("rpc-2p-1e4", "pairs_per_s", "RPC pattern, 2 threads, 10^4 outstanding: pairs/s", "M/s", 1e-6, true),
+        new Figure("rpc-2p-1e4", "cpu_ns_per_pair", "RPC pattern, 2 threads, 10^4 outstanding: CPU per pair, process", "ns", 1, false),
+        new Figure("rpc-2p-1e4", "rss_bytes_per_req_mean", "RPC pattern, 2 threads, 10^4 outstanding: RSS per request, mean", "B", 1, false),
+        new Figure("rpc-2p-1e4", "rss_bytes_per_req_max", "RPC pattern, 2 threads, 10^4 outstanding: RSS per request, max", "B", 1, false),
+        new Figure("rpc-2p-1e4", "rss_static_bytes_per_req", "RPC pattern, 2 threads, 10^4 outstanding: RSS per request, static", "B", 1, false),
+        new Figure("rpc-2p-1e4", "rss_max_over_static", "RPC pattern, 2 threads, 10^4 outstanding: RSS max / static (target <= 2)", "x", 1, false),
+        new Figure("rpc-2p-1e4", "alloc_bytes_per_req_max", "RPC pattern, 2 threads, 10^4 outstanding: allocated (heap in use) per request, max", "B", 1, false),
+        new Figure("rpc-2p-1e5", "pairs_per_s", "RPC pattern, 2 threads, 10^5 outstanding: pairs/s", "M/s", 1e-6, true),
+        new Figure("rpc-2p-1e5", "cpu_ns_per_pair", "RPC pattern, 2 threads, 10^5 outstanding: CPU per pair, process", "ns", 1, false),
+        new Figure("rpc-2p-1e5", "rss_bytes_per_req_mean", "RPC pattern, 2 threads, 10^5 outstanding: RSS per request, mean", "B", 1, false),
+        new Figure("rpc-2p-1e5", "rss_bytes_per_req_max", "RPC pattern, 2 threads, 10^5 outstanding: RSS per request, max", "B", 1, false),
+        new Figure("rpc-2p-1e5", "rss_static_bytes_per_req", "RPC pattern, 2 threads, 10^5 outstanding: RSS per request, static", "B", 1, false),
+        new Figure("rpc-2p-1e5", "rss_max_over_static", "RPC pattern, 2 threads, 10^5 outstanding: RSS max / static (target <= 2)", "x", 1, false),
+        new Figure("rpc-2p-1e5", "alloc_bytes_per_req_max", "RPC pattern, 2 threads, 10^5 outstanding: allocated (heap in use) per request, max", "B", 1, false),
     };
 
     /** Median, min, max of one figure of one implementation. */
@@ -225,6 +254,10 @@ final class Summary {
                 + "lateness: 10^5 probes/s due 1..50 ms out for ")
             .append(run.lateNs / Figures.MS).append(" ms with the N timers behind; idle window ")
             .append(run.idleNs / Figures.MS).append(" ms.\n");
+        b.append("- RPC pattern (rpc-Pp-1eK): 10^K requests outstanding, each a 3 s timeout "
+                 + "cancelled 0.1-1 ms after it was set, P threads, 2 s a cell; bytes per request "
+                 + "from RSS sampled every 10 ms (less RSS before the requests) and the static "
+                 + "figure with the requests only pending: bench/service/rpc.c, RpcFigures.java.\n");
         b.append("- Ratios are timewheel/Netty of the medians: above 1 is better for rates, "
                  + "below 1 for costs. What each figure measures: bench/service/figures.c.\n\n");
         b.append(table);

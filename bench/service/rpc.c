@@ -13,7 +13,7 @@
  * cannot go round N that fast, for as long as a lap of the FIFO takes. A
  * cell runs RPC_RUN_NS; N is 10^4 and 10^5 (not --n).
  *
- * Rows per cell (workload rpc-Pp, n = N):
+ * Rows per cell (workload rpc-Pp-1eK, n = N = 10^K):
  *   pairs_per_s          schedule + cancel pairs per second, all threads
  *   cpu_ns_per_pair      the process's CPU time (getrusage) per pair
  *   rss_bytes_per_req_mean, _max
@@ -224,7 +224,7 @@ static void rpc_rows(const struct impl *im, unsigned np, uint64_t n,
         pairs += p[t].pairs;
         fired += p[t].fired;
     }
-    snprintf(name, sizeof(name), "rpc-%up", np);
+    snprintf(name, sizeof(name), "rpc-%up-1e%d", np, n == 10000 ? 4 : 5);
     emit(name, im->name, n, "pairs_per_s", (double)pairs * 1e9 / (double)wall,
          "1/s");
     emit(name, im->name, n, "cpu_ns_per_pair", (double)cpu / (double)pairs,

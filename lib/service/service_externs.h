@@ -64,6 +64,8 @@ void tw__backlog_publish(struct tw_service *s, uint64_t now);
 /* Canceller, its message ring's block full: wake the worker, or give it
  * the processor, if the ring's backlog is past the bound. */
 void tw__backlog_check(struct tw_service *s, struct tw__rings *r);
+/* Worker, after a reap that took messages: wake the cancellers waiting. */
+void tw__backlog_reaped(struct tw_service *s);
 
 /* gate.c */
 void tw__gate_init(void);

@@ -180,10 +180,10 @@ _Static_assert(sizeof(struct tw__handle_long) <= 80,
  * all the producers' rings, that make a canceller wake the worker (some
  * 100 KB of handles: a slow stream of cancels stays below it and costs a
  * wake-up per TW__REAP_NS, not per cancel); and the longest a canceller
- * yields, per block of its ring, to a worker more than twice the bound
- * behind. */
+ * waits, per block of its ring, for a worker more than twice the bound
+ * behind (one that runs a long callback, or gets no processor). */
 #define TW__REAP_FLOOR 2048u
-#define TW__REAP_WAIT_NS UINT64_C(1000000)
+#define TW__REAP_WAIT_NS UINT64_C(2000000)
 
 /* Stripes of counters a thread owns (gate.c), each a cache line, so that
  * two threads never write the same line and a thread counts with plain
@@ -258,7 +258,8 @@ struct tw_service {
     atomic_bool reap_wake;
     /* Unreaped cancel messages per ring past which a canceller wakes the
      * worker (backlog.c): written by the worker when it changes, read by
-     * cancellers once per block of their ring. 0 until the first turn. */
+     * cancellers once per block of their ring; TW__REAP_FLOOR until the
+     * worker's first turn. */
     atomic_uint_fast64_t reap_bound;
     atomic_bool hinted; /* a re-arm to an earlier deadline sent a message */
     struct tw__mpsc newq;
@@ -276,6 +277,10 @@ struct tw_service {
     _Alignas(TW__CACHE_LINE) pthread_mutex_t lock;
     pthread_cond_t wake;
     bool kicked; /* under lock */
+    /* Cancellers waiting for the worker to reap (backlog.c), and their
+     * wake-up, broadcast under lock after a reap that took messages. */
+    pthread_cond_t reap_done;
+    atomic_int reap_waiters;
     /* Owned by the worker thread (by stop once it is joined). */
     struct tw_wheel *wheel;
     struct tw__hlist batch; /* due, for the executor after the advance */

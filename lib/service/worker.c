@@ -173,6 +173,8 @@ void tw__worker_reap(struct tw_service *s, bool wait)
         any = true;
     }
     s->reaped = any;
+    if (any)
+        tw__backlog_reaped(s);
 }
 
 /* New h into the wheel, or let go of if it was cancelled on the way. */
