@@ -143,10 +143,12 @@ final class RpcFigures {
             rssMax = k == 0 ? rss : Math.max(rssMax, rss);
             heapMax = k == 0 ? heap : Math.max(heapMax, heap);
         }
+        /* Read before the producers stop: the CPU time of an exited thread
+         * is gone from /proc/self/task (Figures.processCpuNs()). */
+        long wall = System.nanoTime() - t0, cpu = Figures.processCpuNs() - c0;
         phase = 2;
         for (Producer pr : p)
             join(pr);
-        long wall = System.nanoTime() - t0, cpu = Figures.processCpuNs() - c0;
         timer.stop();
         if (!record)
             return;
