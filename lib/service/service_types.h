@@ -172,8 +172,9 @@ _Static_assert(sizeof(struct tw__handle_long) <= 80,
 
 /* How soon the worker must unlink a cancelled timer from the wheel. A
  * canceller wakes a worker that sleeps longer than this, and a worker that
- * has just reaped sleeps at most this long, so a stream of cancels costs
- * about 1 / TW__REAP_NS wake-ups per second, not one per cancel. */
+ * has just reaped sleeps at most this long, so a slow stream of cancels
+ * costs about 1 / TW__REAP_NS wake-ups per second, not one per cancel; a
+ * fast one wakes it sooner, by count (backlog.c). */
 #define TW__REAP_NS UINT64_C(100000000)
 
 /* The reaping backlog (backlog.c): the fewest unreaped cancel messages, over

@@ -44,7 +44,10 @@
  * worker skips the call when the sleep ends by the next tick boundary and
  * within TW__REAP_NS: a push it missed then waits at most that, as one
  * that raced the look (below) does. Cancel messages pair
- * with reap_wake the same way. Hashed mode wakes at every tick boundary, as
+ * with reap_wake the same way. A canceller whose backlog passes the bound
+ * of backlog.c kicks the worker instead, under the lock (no hand-shake
+ * needed), and the worker publishes that bound after each admit. Hashed
+ * mode wakes at every tick boundary, as
  * Netty does, and asks never to be woken early: no hand-shake, no
  * membarrier.
  *
