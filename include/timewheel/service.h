@@ -264,10 +264,10 @@ TW_PUBLIC uint64_t tw_service_now(const struct tw_service *s);
  * runs) within 100 ms, or, if no memory could be had for the message that
  * tells its worker, at its deadline or at stop. A cancel never fails for
  * load, but when the worker is far behind freeing cancelled timers (this
- * thread's share of a bound of half as many dead timers as pending, 4096
- * at least, exceeded) it may sleep up to 2 ms, once per 511 cancels, to
- * let the worker catch up (docs/service.md, "Handle lifetime and cancel");
- * never on a service thread.
+ * thread's share of a bound of a quarter as many dead timers as pending,
+ * 2048 at least, exceeded, while it also schedules) it may sleep up to
+ * 2 ms, once per 511 cancels, to let the worker catch up (docs/service.md,
+ * "Handle lifetime and cancel"); never on a service thread.
  */
 TW_PUBLIC int tw_handle_cancel(struct tw_handle *h);
 

@@ -179,11 +179,11 @@ _Static_assert(sizeof(struct tw__handle_long) <= 80,
 
 /* The reaping backlog (backlog.c): the fewest unreaped cancel messages, over
  * all the producers' rings, that make a canceller wake the worker (some
- * 100 KB of handles: a slow stream of cancels stays below it and costs a
+ * 50 KB of handles: a slow stream of cancels stays below it and costs a
  * wake-up per TW__REAP_NS, not per cancel); and the longest a canceller
  * waits, per block of its ring, for a worker more than twice the bound
  * behind (one that runs a long callback, or gets no processor). */
-#define TW__REAP_FLOOR 2048u
+#define TW__REAP_FLOOR 1024u
 #define TW__REAP_WAIT_NS UINT64_C(2000000)
 
 /* Stripes of counters a thread owns (gate.c), each a cache line, so that
@@ -218,8 +218,10 @@ struct tw__rings {
     struct tw__ring fresh; /* custody, as in newq */
     struct tw__ring msgs;  /* messages, as in cancelq */
     void *base;            /* what tw_alloc() returned */
-    size_t asked; /* the producer's: msgs.head + 1 when it last woke the
-                     worker for its backlog (backlog.c); 0: never */
+    /* The producer's (backlog.c): msgs.head + 1 when it last woke the
+     * worker for its backlog (0: never), and fresh.tail then. */
+    size_t asked;
+    size_t fresh_at;
 };
 
 /* A singly linked FIFO of handles through their `next` field, which lies

@@ -9,8 +9,8 @@
  * (the RPC pattern with answers that come at once). Before the bound, the
  * worker reaped every TW__REAP_NS (100 ms) only, and at a few million
  * pairs a second the dead handles reached hundreds of thousands; with it,
- * a few thousand (a quarter of the outstanding, at least 2048, twice that
- * before a canceller yields to the worker). The limit asserted is far
+ * a few thousand (an eighth of the outstanding, at least 1024, twice that
+ * before a canceller waits for the worker). The limit asserted is far
  * above that, for a worker that a loaded machine holds off the processor
  * for tens of milliseconds, and far below what the timer alone left.
  *
@@ -27,17 +27,18 @@
 #include "util.h"
 
 #define HOUR (UINT64_C(3600) * SEC)
-/* Timers outstanding meanwhile: the wheel the bound is a quarter of. */
+/* Timers outstanding meanwhile: the wheel the bound is an eighth of. */
 #define OUTSTANDING 4096
 /* Schedule-and-cancel pairs of the stream. */
 #define PAIRS 1000000
 /* How often the stream counts the blocks held. */
 #define EVERY 256
 /* Most dead handles (and ring blocks) the stream may leave at any count.
- * With the bound: about 9,200 here when the worker gets a processor, up to
- * 60,000 seen while other jobs loaded the machine (each 2 ms the worker
- * does not come, a canceller goes on for one more block). Without it (the
- * worker reaping every 100 ms): 257,538 and 393,864 here. */
+ * With the bound: 6,100 to 6,600 here when the worker gets a processor; up
+ * to 60,000 seen while other jobs loaded the machine, with an earlier
+ * bound twice as high (each 2 ms the worker does not come, a canceller
+ * goes on for one more block). Without it (the worker reaping every
+ * 100 ms): 257,538 and 393,864 here. */
 #define MOST_DEAD 131072
 
 static void counted(void)
