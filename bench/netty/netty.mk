@@ -9,10 +9,12 @@
 #
 # Knobs: NETTY_ROUNDS (3), NETTY_WARMUP (Netty warm-up rounds, 5),
 # NETTY_N (timers, 10^6), NETTY_JVM (JVM options), NETTY_ARGS (passed on,
-# e.g. "--late-ms 5000 --idle-ms 5000"). A full run at the defaults takes
-# 11 to 15 minutes on this project's 2-core machine when other jobs load it
-# (load average 12-17; stopping a Netty timer that holds 10^6 timers takes
-# seconds). make bench needs no JDK.
+# e.g. "--late-ms 5000 --idle-ms 5000", or "--workloads rpc" for one
+# workload). A full run at the defaults takes 11 to 15 minutes on this
+# project's 2-core machine when other jobs load it (load average 12-17;
+# stopping a Netty timer that holds 10^6 timers takes seconds), plus the
+# RPC pattern's 8 cells of 2 s per side and round (about 1 minute per
+# round, and 16 s of Netty warm-up). make bench needs no JDK.
 
 NETTY_DIR := $(BUILD)/bench/netty
 NETTY_CLASSES := $(NETTY_DIR)/classes
