@@ -60,7 +60,7 @@ public final class NettyBench {
         System.out.printf("netty: %d warm-up rounds of Netty (n=%d)%n", warmup, warmN);
         for (int w = 0; w < warmup; w++)
             netty.warmUp(warmN, 500 * Figures.MS);
-        if (warmup > 0) /* the RPC pattern once (RpcFigures: 8 cells of 2 s) */
+        if (warmup > 0) /* the RPC pattern once (RpcFigures: 4 cells of 2 s) */
             RpcFigures.run(netty, false);
         for (int r = 1; r <= rounds; r++) {
             for (int wi = 0; wi < workloads.length; wi++) {

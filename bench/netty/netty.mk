@@ -13,8 +13,9 @@
 # workload). A full run at the defaults takes 11 to 15 minutes on this
 # project's 2-core machine when other jobs load it (load average 12-17;
 # stopping a Netty timer that holds 10^6 timers takes seconds), plus the
-# RPC pattern's 8 cells of 2 s per side and round (about 1 minute per
-# round, and 16 s of Netty warm-up). make bench needs no JDK.
+# RPC pattern's 4 cells of 2 s for Netty, hier and hashed each per round
+# (about 30 s a round; `NETTY_ARGS="--workloads rpc"` alone, 3 rounds: 95 s
+# on 2026-11-27). make bench needs no JDK.
 
 NETTY_DIR := $(BUILD)/bench/netty
 NETTY_CLASSES := $(NETTY_DIR)/classes

@@ -19,17 +19,21 @@
  *  - a canceller looks at its message ring's backlog (pushes it made less
  *    the worker's takes, ring.h) once per block of the ring, when the
  *    block is full, so the fast path of a cancel gains no instruction and
- *    no write to a line another thread writes; past the bound it wakes the
- *    worker, once per reap of the worker's (the head it saw moved);
- *  - past twice the bound, if the canceller has also scheduled at least
- *    the bound since it woke the worker, the worker is not keeping up
- *    (producers that outrun it on the cores they share) and memory grows:
- *    each dead handle waiting has a new live one beside it. A thread that
- *    only cancels (a burst that empties the wheel) gives back as many live
- *    timers as it makes dead ones, so memory does not grow past what the
- *    live ones held, and it is not held up: waiting there cut svcbench's
- *    cancels/s from 39.8 to 14.4 M (one thread) and 57.5 to 18.6 M (two)
- *    for no memory saved. Otherwise the canceller sleeps until the
+ *    no write to a line another thread writes;
+ *  - the backlog counts only while memory grows: while, since the worker
+ *    last took from this ring, the producers' rings took in at least half
+ *    as many new timers as this thread cancelled (each dead handle waiting
+ *    has a new live one beside it, the RPC pattern, whichever thread
+ *    schedules). A burst of cancels alone (a wheel being emptied) gives
+ *    back as many live timers as it makes dead ones, and is reaped as it
+ *    was before the bound: holding it up cut svcbench's cancels/s from
+ *    39.8 to 14.4 M (one thread) and 57.5 to 18.6 M (two), and waking the
+ *    worker during it, from 69.0 to 49.6 M with two threads (the worker
+ *    then shares their two cores), for no memory saved;
+ *  - past the bound it wakes the worker, once per reap of the worker's
+ *    (the head it saw moved);
+ *  - past twice the bound the worker is not keeping up (producers that
+ *    outrun it on the cores they share): the canceller sleeps until the
  *    worker has taken its ring below the bound, for at most
  *    TW__REAP_WAIT_NS a block, and never on one of the service's own threads
  *    (a callback that cancels would wait for itself) nor once stop has begun.
@@ -129,29 +133,45 @@ static void wait_reap(struct tw_service *s, const struct tw__ring *r,
     atomic_fetch_sub_explicit(&s->reap_waiters, 1, memory_order_relaxed);
 }
 
-/* Timers this thread scheduled since it last woke the worker: those that
- * took the place of the ones it cancelled meanwhile. */
-static size_t scheduled_since(const struct tw__rings *r)
+/* Timers scheduled so far through every producer's ring (the tails of
+ * their `fresh` rings, a line each written by its producer: read once a
+ * block of our messages, and at most TW__STRIPES of them). */
+static size_t scheduled_all(struct tw_service *s)
 {
-    return atomic_load_explicit(&r->fresh.tail, memory_order_relaxed) -
-           r->fresh_at;
+    uint64_t m = tw__rings_made(s);
+    size_t n = 0;
+
+    while (m) {
+        unsigned i = (unsigned)__builtin_ctzll((unsigned long long)m);
+
+        m &= m - 1;
+        n += atomic_load_explicit(&tw__rings_at(s, i)->fresh.tail,
+                                  memory_order_relaxed);
+    }
+    return n;
 }
 
 void tw__backlog_check(struct tw_service *s, struct tw__rings *r)
 {
     size_t bound =
         (size_t)atomic_load_explicit(&s->reap_bound, memory_order_relaxed);
-    size_t left = unreaped(&r->msgs), head;
+    size_t left = unreaped(&r->msgs), grown;
+    size_t head = atomic_load_explicit(&r->msgs.head, memory_order_relaxed);
 
+    if (r->asked != head + 1) { /* the worker took some since we looked */
+        r->asked = head + 1;
+        r->fresh_at = scheduled_all(s);
+        r->kicked = false;
+    }
     if (left < bound)
         return;
-    head = atomic_load_explicit(&r->msgs.head, memory_order_relaxed);
-    if (r->asked != head + 1) { /* not since the worker last took some */
-        r->asked = head + 1;
-        r->fresh_at =
-            atomic_load_explicit(&r->fresh.tail, memory_order_relaxed);
+    grown = scheduled_all(s) - r->fresh_at;
+    if (grown < left / 2) /* cancels with few schedules beside them */
+        return;
+    if (!r->kicked) {
+        r->kicked = true;
         tw__worker_kick(s);
     }
-    if (left >= 2 * bound && scheduled_since(r) >= bound)
+    if (left >= 2 * bound)
         wait_reap(s, &r->msgs, bound);
 }

@@ -218,10 +218,12 @@ struct tw__rings {
     struct tw__ring fresh; /* custody, as in newq */
     struct tw__ring msgs;  /* messages, as in cancelq */
     void *base;            /* what tw_alloc() returned */
-    /* The producer's (backlog.c): msgs.head + 1 when it last woke the
-     * worker for its backlog (0: never), and fresh.tail then. */
+    /* The producer's (backlog.c): msgs.head + 1 when it last saw the
+     * worker take (0: never), the timers scheduled through all rings then,
+     * and whether it has woken the worker since. */
     size_t asked;
     size_t fresh_at;
+    bool kicked;
 };
 
 /* A singly linked FIFO of handles through their `next` field, which lies
