@@ -179,11 +179,12 @@ _Static_assert(sizeof(struct tw__handle_long) <= 80,
 
 /* The reaping backlog (backlog.c): the fewest unreaped cancel messages, over
  * all the producers' rings, that make a canceller wake the worker (some
- * 50 KB of handles: a slow stream of cancels stays below it and costs a
- * wake-up per TW__REAP_NS, not per cancel); and the longest a canceller
+ * 28 KB of handles: a stream of fewer than about 5,000 cancels a second
+ * stays below it and costs a wake-up per TW__REAP_NS, a faster one one per
+ * 512 cancels or more, never one per cancel); and the longest a canceller
  * waits, per block of its ring, for a worker more than twice the bound
  * behind (one that runs a long callback, or gets no processor). */
-#define TW__REAP_FLOOR 1024u
+#define TW__REAP_FLOOR 512u
 #define TW__REAP_WAIT_NS UINT64_C(2000000)
 
 /* Stripes of counters a thread owns (gate.c), each a cache line, so that
