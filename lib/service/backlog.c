@@ -6,10 +6,10 @@
  * take_message). A worker that reaps on a timer alone, every TW__REAP_NS,
  * leaves all that a stream of cancels makes in that time: in the RPC
  * pattern (each request's timeout cancelled 0.1-1 ms after it was set) at
- * some 10^7 cancels a second, 10^6 dead handles for 10^4 live ones, 500 to
- * 7,000 bytes per request outstanding instead of 48 (docs/benchmarks.md,
- * "The RPC pattern"). So the garbage is bounded by what is outstanding, not
- * by time:
+ * some 10^7 cancels a second, up to 10^6 dead handles for 10^4 live ones,
+ * up to 8,000 bytes of RSS per request outstanding against a static 108
+ * (docs/benchmarks.md, "The RPC pattern"). So the garbage is bounded by what is
+ * outstanding, not by time:
  *
  *  - the worker publishes, at each turn, the bound of its backlog per
  *    producer ring, `reap_bound`: a sixteenth of the timers in its wheel (its
@@ -21,8 +21,9 @@
  *    block is full, so the fast path of a cancel gains no instruction and
  *    no write to a line another thread writes;
  *  - the backlog counts only while memory grows: while, since the worker
- *    last took from this ring, the producers' rings took in at least half
- *    as many new timers as this thread cancelled (each dead handle waiting
+ *    last took from this ring, the producers pushed into their rings at
+ *    least half as many new timers as this thread cancelled (each dead
+ *    handle waiting
  *    has a new live one beside it, the RPC pattern, whichever thread
  *    schedules). A burst of cancels alone (a wheel being emptied) gives
  *    back as many live timers as it makes dead ones, and is reaped as it
