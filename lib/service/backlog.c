@@ -23,14 +23,13 @@
  *  - the backlog counts only while memory grows: while, since the worker
  *    last took from this ring, the producers pushed into their rings at
  *    least half as many new timers as this thread cancelled (each dead
- *    handle waiting
- *    has a new live one beside it, the RPC pattern, whichever thread
- *    schedules). A burst of cancels alone (a wheel being emptied) gives
- *    back as many live timers as it makes dead ones, and is reaped as it
- *    was before the bound: holding it up cut svcbench's cancels/s from
- *    39.8 to 14.4 M (one thread) and 57.5 to 18.6 M (two), and waking the
- *    worker during it, from 69.0 to 49.6 M with two threads (the worker
- *    then shares their two cores), for no memory saved;
+ *    handle waiting has a new live one beside it, the RPC pattern,
+ *    whichever thread schedules). A burst of cancels alone (a wheel being
+ * emptied) gives back as many live timers as it makes dead ones, and is reaped
+ * as it was before the bound: holding it up cut svcbench's cancels/s from 39.8
+ * to 14.4 M (one thread) and 57.5 to 18.6 M (two), and waking the worker during
+ * it, from 69.0 to 49.6 M with two threads (the worker then shares their two
+ * cores), for no memory saved;
  *  - past the bound it wakes the worker, once per reap of the worker's
  *    (the head it saw moved);
  *  - past twice the bound the worker is not keeping up (producers that
