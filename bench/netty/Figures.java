@@ -145,7 +145,7 @@ final class Figures {
     /** CPU time of the whole process, ns: the sum over its threads (the JVM's
      * getProcessCpuTime counts in 10 ms steps here). Threads that exit in
      * between are lost, so the producers outlive the second reading. */
-    private static long processCpuNs() {
+    static long processCpuNs() {
         long sum = 0;
         try (var tasks = Files.list(Path.of("/proc/self/task"))) {
             for (Path t : (Iterable<Path>) tasks::iterator)

@@ -16,7 +16,9 @@
  * Writes, in --out DIR: raw.csv (every row of every round), results.csv
  * (median, min and max per implementation and the ratios timewheel/Netty of
  * the medians) and report.md (the same as a table, with the run's
- * parameters). Summary.java computes and formats them.
+ * parameters). Summary.java computes and formats them. The RPC pattern
+ * (workload rpc) is RpcFigures.java beside bench/service/rpc.c, at its own
+ * sizes (10^4 and 10^5 requests outstanding), whatever --n says.
  *
  * usage: NettyBench --svcbench PATH --out DIR [--rounds R] [--warmup W]
  *                   [--svc-warmup K] [--n N] [--late-ms L] [--idle-ms I]
@@ -36,7 +38,7 @@ import java.util.Map;
 
 public final class NettyBench {
     static final String[] WORKLOADS = {"schedule", "cancel", "rearm", "memory", "lateness",
-                                       "wakeups", "fire", "fresh"};
+                                       "wakeups", "fire", "fresh", "rpc"};
 
     public static void main(String[] args) throws Exception {
         Map<String, String> opt = options(args);
@@ -65,6 +67,8 @@ public final class NettyBench {
         System.out.printf("netty: %d warm-up rounds of Netty (n=%d)%n", warmup, warmN);
         for (int w = 0; w < warmup; w++)
             netty.warmUp(warmN, 500 * Figures.MS);
+        if (warmup > 0) /* the RPC pattern once (RpcFigures: 4 cells of 2 s) */
+            RpcFigures.run(netty, false);
         for (int r = 1; r <= rounds; r++) {
             for (int wi = 0; wi < workloads.size(); wi++) {
                 String w = workloads.get(wi);
@@ -89,6 +93,8 @@ public final class NettyBench {
         int from = netty.rows.size();
         if (w.equals("fresh")) /* Fresh.java: a new thread against a warm one */
             new Fresh(netty.rows, true).run(n, 1);
+        else if (w.equals("rpc"))
+            RpcFigures.run(netty, true); /* its own sizes: 10^4 and 10^5 */
         else
             netty.run(w, n, len);
         for (Figures.Row row : netty.rows.subList(from, netty.rows.size()))

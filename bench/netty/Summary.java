@@ -91,6 +91,35 @@ final class Summary {
                    1, false),
         new Figure("fire", "overran", "timers due before they were scheduled (fire)", "", 1,
                    false),
+        /* The RPC pattern (bench/service/rpc.c, RpcFigures.java). */
+        new Figure("rpc-1p-1e4", "pairs_per_s", "RPC pattern, 1 thread, 10^4 outstanding: pairs/s", "M/s", 1e-6, true),
+        new Figure("rpc-1p-1e4", "cpu_ns_per_pair", "RPC pattern, 1 thread, 10^4 outstanding: CPU per pair, process", "ns", 1, false),
+        new Figure("rpc-1p-1e4", "rss_bytes_per_req_mean", "RPC pattern, 1 thread, 10^4 outstanding: RSS per request, mean", "B", 1, false),
+        new Figure("rpc-1p-1e4", "rss_bytes_per_req_max", "RPC pattern, 1 thread, 10^4 outstanding: RSS per request, max", "B", 1, false),
+        new Figure("rpc-1p-1e4", "rss_static_bytes_per_req", "RPC pattern, 1 thread, 10^4 outstanding: RSS per request, static", "B", 1, false),
+        new Figure("rpc-1p-1e4", "rss_max_over_static", "RPC pattern, 1 thread, 10^4 outstanding: RSS max / static (target <= 2)", "x", 1, false),
+        new Figure("rpc-1p-1e4", "alloc_bytes_per_req_max", "RPC pattern, 1 thread, 10^4 outstanding: allocated (heap in use) per request, max", "B", 1, false),
+        new Figure("rpc-1p-1e5", "pairs_per_s", "RPC pattern, 1 thread, 10^5 outstanding: pairs/s", "M/s", 1e-6, true),
+        new Figure("rpc-1p-1e5", "cpu_ns_per_pair", "RPC pattern, 1 thread, 10^5 outstanding: CPU per pair, process", "ns", 1, false),
+        new Figure("rpc-1p-1e5", "rss_bytes_per_req_mean", "RPC pattern, 1 thread, 10^5 outstanding: RSS per request, mean", "B", 1, false),
+        new Figure("rpc-1p-1e5", "rss_bytes_per_req_max", "RPC pattern, 1 thread, 10^5 outstanding: RSS per request, max", "B", 1, false),
+        new Figure("rpc-1p-1e5", "rss_static_bytes_per_req", "RPC pattern, 1 thread, 10^5 outstanding: RSS per request, static", "B", 1, false),
+        new Figure("rpc-1p-1e5", "rss_max_over_static", "RPC pattern, 1 thread, 10^5 outstanding: RSS max / static (target <= 2)", "x", 1, false),
+        new Figure("rpc-1p-1e5", "alloc_bytes_per_req_max", "RPC pattern, 1 thread, 10^5 outstanding: allocated (heap in use) per request, max", "B", 1, false),
+        new Figure("rpc-2p-1e4", "pairs_per_s", "RPC pattern, 2 threads, 10^4 outstanding: pairs/s", "M/s", 1e-6, true),
+        new Figure("rpc-2p-1e4", "cpu_ns_per_pair", "RPC pattern, 2 threads, 10^4 outstanding: CPU per pair, process", "ns", 1, false),
+        new Figure("rpc-2p-1e4", "rss_bytes_per_req_mean", "RPC pattern, 2 threads, 10^4 outstanding: RSS per request, mean", "B", 1, false),
+        new Figure("rpc-2p-1e4", "rss_bytes_per_req_max", "RPC pattern, 2 threads, 10^4 outstanding: RSS per request, max", "B", 1, false),
+        new Figure("rpc-2p-1e4", "rss_static_bytes_per_req", "RPC pattern, 2 threads, 10^4 outstanding: RSS per request, static", "B", 1, false),
+        new Figure("rpc-2p-1e4", "rss_max_over_static", "RPC pattern, 2 threads, 10^4 outstanding: RSS max / static (target <= 2)", "x", 1, false),
+        new Figure("rpc-2p-1e4", "alloc_bytes_per_req_max", "RPC pattern, 2 threads, 10^4 outstanding: allocated (heap in use) per request, max", "B", 1, false),
+        new Figure("rpc-2p-1e5", "pairs_per_s", "RPC pattern, 2 threads, 10^5 outstanding: pairs/s", "M/s", 1e-6, true),
+        new Figure("rpc-2p-1e5", "cpu_ns_per_pair", "RPC pattern, 2 threads, 10^5 outstanding: CPU per pair, process", "ns", 1, false),
+        new Figure("rpc-2p-1e5", "rss_bytes_per_req_mean", "RPC pattern, 2 threads, 10^5 outstanding: RSS per request, mean", "B", 1, false),
+        new Figure("rpc-2p-1e5", "rss_bytes_per_req_max", "RPC pattern, 2 threads, 10^5 outstanding: RSS per request, max", "B", 1, false),
+        new Figure("rpc-2p-1e5", "rss_static_bytes_per_req", "RPC pattern, 2 threads, 10^5 outstanding: RSS per request, static", "B", 1, false),
+        new Figure("rpc-2p-1e5", "rss_max_over_static", "RPC pattern, 2 threads, 10^5 outstanding: RSS max / static (target <= 2)", "x", 1, false),
+        new Figure("rpc-2p-1e5", "alloc_bytes_per_req_max", "RPC pattern, 2 threads, 10^5 outstanding: allocated (heap in use) per request, max", "B", 1, false),
     };
 
     /** The table's rows: TABLE, then those of Fresh.java. */
@@ -240,6 +269,10 @@ final class Summary {
             .append(run.lateNs / Figures.MS).append(" ms with the N timers behind; idle window ")
             .append(run.idleNs / Figures.MS).append(" ms; fire: the N timers due in a 1 s window "
                     + "that opens 1 s + 2 us x N after the first schedule.\n");
+        b.append("- RPC pattern (rpc-Pp-1eK): 10^K requests outstanding, each a 3 s timeout "
+                 + "cancelled 0.1-1 ms after it was set, P threads, 2 s a cell; bytes per request "
+                 + "from RSS sampled every 10 ms (less RSS before the requests) and the static "
+                 + "figure with the requests only pending: bench/service/rpc.c, RpcFigures.java.\n");
         b.append("- Ratios are timewheel/Netty of the medians: above 1 is better for rates, "
                  + "below 1 for costs. What each figure measures: bench/service/figures.c.\n\n");
         b.append(table);

@@ -9,11 +9,14 @@
 #
 # Knobs: NETTY_ROUNDS (3), NETTY_WARMUP (Netty warm-up rounds, 5),
 # NETTY_N (timers, 10^6), NETTY_JVM (JVM options), NETTY_ARGS (passed on,
-# e.g. "--late-ms 5000 --idle-ms 5000", or "--impl hier --workloads
-# schedule,cancel,memory" for a run at 10^7, where hashed takes hours). A
-# full run at the defaults takes 11 to 15 minutes on this project's 2-core
-# machine when other jobs load it (load average 12-17; stopping a Netty
-# timer that holds 10^6 timers takes seconds). make bench needs no JDK.
+# e.g. "--late-ms 5000 --idle-ms 5000", "--workloads rpc" for one
+# workload, or "--impl hier --workloads schedule,cancel,memory" for a run at
+# 10^7, where hashed takes hours). A full run at the defaults takes 11 to 15
+# minutes on this project's 2-core machine when other jobs load it (load
+# average 12-17; stopping a Netty timer that holds 10^6 timers takes
+# seconds), plus the RPC pattern's 4 cells of 2 s for Netty, hier and hashed
+# each per round (about 30 s a round; `NETTY_ARGS="--workloads rpc"` alone,
+# 3 rounds: 95 s on 2026-11-27). make bench needs no JDK.
 
 NETTY_DIR := $(BUILD)/bench/netty
 NETTY_CLASSES := $(NETTY_DIR)/classes

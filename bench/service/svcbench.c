@@ -522,7 +522,7 @@ static void open_csv(const char *path)
 static const char *const workloads[] = {
     "throughput", "latency", "idle",     "schedule", "cancel",
     "rearm",      "memory",  "lateness", "wakeups",  "stress",
-    "cancelwait", "flood",   "fire",     "fresh"};
+    "cancelwait", "flood",   "fire",     "fresh",    "rpc"};
 
 static int usage(void)
 {
@@ -530,7 +530,7 @@ static int usage(void)
             "usage: svcbench [--quick] [--csv FILE] [--n N] [--warmup K] "
             "[--impl hier|hashed] [WORKLOAD...]\n"
             "WORKLOAD: throughput latency idle schedule cancel rearm "
-            "memory lateness wakeups stress cancelwait flood fire fresh\n");
+            "memory lateness wakeups stress cancelwait flood fire fresh rpc\n");
     return 2;
 }
 
@@ -571,6 +571,8 @@ static int run_impl(const struct impl *im, int argc, char **argv, int first,
         fig_flood(im, sz);
     if (wanted(argc, argv, first, "fire"))
         fig_fire(im, sz);
+    if (wanted(argc, argv, first, "rpc"))
+        fig_rpc(im);
     if (wanted(argc, argv, first, "cancelwait"))
         cancelwait(im);
     if (wanted(argc, argv, first, "fresh"))

@@ -67,5 +67,7 @@ void fig_flood(const struct impl *im, const struct sizes *sz);
 void fig_fire(const struct impl *im, const struct sizes *sz);
 /* fresh.c: a producer thread new to the service against a warm one. */
 void fig_fresh(const struct impl *im, const struct sizes *sz, int warmup);
+/* rpc.c: the RPC pattern (steady churn of outstanding requests). */
+void fig_rpc(const struct impl *im);
 
 #endif

@@ -262,7 +262,12 @@ TW_PUBLIC uint64_t tw_service_now(const struct tw_service *s);
  * Safe twice, and after the service is destroyed. NULL: -EINVAL. The
  * service lets go of a timer cancelled while waiting (its release hook
  * runs) within 100 ms, or, if no memory could be had for the message that
- * tells its worker, at its deadline or at stop.
+ * tells its worker, at its deadline or at stop. A cancel never fails for
+ * load, but when the worker is far behind freeing cancelled timers (this
+ * thread's share of a bound of an eighth as many dead timers as pending,
+ * 1024 at least, exceeded, while timers are scheduled) it may sleep up to
+ * 2 ms, once per 511 cancels, to let the worker catch up (docs/service.md,
+ * "Handle lifetime and cancel"); never on a service thread.
  */
 TW_PUBLIC int tw_handle_cancel(struct tw_handle *h);
 

@@ -255,6 +255,8 @@ send_message(struct tw_service *s, struct tw_handle *h)
 {
     struct tw__rings *r = tw__rings_mine(s);
 
+    if (r && __builtin_expect(r->msgs.used == TW__BLOCK_SLOTS, 0))
+        tw__backlog_check(s, r); /* once a block: backlog.c */
     if (r && tw__ring_push(&r->msgs, h)) {
         atomic_signal_fence(memory_order_seq_cst);
         return true;

@@ -52,9 +52,12 @@ struct tw__ring {
     struct tw__block *blk; /* the block it writes; NULL before the first */
     unsigned used;         /* slots of blk written */
     /* The consumer's line. */
-    _Alignas(TW__CACHE_LINE) size_t head; /* handles taken */
-    struct tw__block *at;                 /* the block it reads */
-    unsigned taken;                       /* slots of `at` read */
+    /* Handles taken: atomic only so that the producer may read it once a
+     * block to see how far behind the consumer is (backlog.c); the
+     * consumer alone writes it, with plain stores. */
+    _Alignas(TW__CACHE_LINE) atomic_size_t head;
+    struct tw__block *at; /* the block it reads */
+    unsigned taken;       /* slots of `at` read */
     /* The link to the first block (the producer's "block -1"). */
     _Alignas(TW__CACHE_LINE) _Atomic(struct tw__block *) first;
     _Atomic(struct tw__block *) spare; /* consumer -> producer, one block */
@@ -86,7 +89,8 @@ static inline bool tw__ring_push(struct tw__ring *r, struct tw_handle *h)
 /* Consumer: how many handles are ready now. */
 static inline size_t tw__ring_ready(struct tw__ring *r)
 {
-    return atomic_load_explicit(&r->tail, memory_order_acquire) - r->head;
+    return atomic_load_explicit(&r->tail, memory_order_acquire) -
+           atomic_load_explicit(&r->head, memory_order_relaxed);
 }
 
 /* Consumer: take the oldest handle; tw__ring_ready() said there is one. */
@@ -97,7 +101,9 @@ static inline struct tw_handle *tw__ring_take(struct tw__ring *r)
     if (r->taken == TW__BLOCK_SLOTS)
         tw__ring_next(r);
     h = r->at->slot[r->taken++];
-    r->head++;
+    atomic_store_explicit(
+        &r->head, atomic_load_explicit(&r->head, memory_order_relaxed) + 1,
+        memory_order_relaxed);
     tw__hb_acquire(h);
     return h;
 }

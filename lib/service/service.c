@@ -91,6 +91,7 @@ static void init_sync(struct tw_service *s)
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&s->wake, &attr);
+    pthread_cond_init(&s->reap_done, &attr);
     pthread_condattr_destroy(&attr);
     pthread_mutex_init(&s->exec.lock, NULL);
     pthread_cond_init(&s->exec.ready, NULL);
@@ -102,6 +103,7 @@ static void free_service(struct tw_service *s)
     tw__rings_free(s);
     tw__exec_destroy(&s->exec);
     pthread_cond_destroy(&s->wake);
+    pthread_cond_destroy(&s->reap_done);
     pthread_mutex_destroy(&s->stop_lock);
     pthread_mutex_destroy(&s->lock);
     tw_destroy(s->wheel);
@@ -128,6 +130,9 @@ static int start(struct tw_service *s, const struct tw_service_config *cfg)
 
     tw__mpsc_init(&s->newq);
     tw__mpsc_init(&s->cancelq);
+    /* The reaping bound before the worker's first turn (backlog.c), which
+     * a thread slow to start may make long after the first cancels. */
+    atomic_store_explicit(&s->reap_bound, TW__REAP_FLOOR, memory_order_relaxed);
     init_sync(s);
     rc = make_wheel(s, cfg);
     if (!rc)

@@ -15,6 +15,8 @@
  *   handle.c    handles: reference counts, the state machine, cancel
  *               (cancel() and its fast twin for tw_handle_cancel_release())
  *   worker.c    the worker thread: admit, reap, advance, sleep
+ *   backlog.c   how many cancelled handles may wait for the worker's reap:
+ *               a bound tied to the pending timers, kept by cancellers
  *   executor.c  the executor pool
  *   gate.c      what producers pass through: stop's gate, back-pressure,
  *               the striped counters and tw_service_stats() (the paths

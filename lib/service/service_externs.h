@@ -58,6 +58,15 @@ void tw__worker_notify(struct tw_service *s, uint64_t due);
 void tw__worker_reap(struct tw_service *s, bool wait);
 bool tw__worker_admit(struct tw_service *s, size_t max, bool wait);
 
+/* backlog.c */
+/* Worker: publish the bound of each ring's unreaped messages. */
+void tw__backlog_publish(struct tw_service *s, uint64_t now);
+/* Canceller, its message ring's block full: wake the worker, or give it
+ * the processor, if the ring's backlog is past the bound. */
+void tw__backlog_check(struct tw_service *s, struct tw__rings *r);
+/* Worker, after a reap that took messages: wake the cancellers waiting. */
+void tw__backlog_reaped(struct tw_service *s);
+
 /* gate.c */
 void tw__gate_init(void);
 struct tw__stripe *tw__stripe_claim(struct tw_service *s);

@@ -172,9 +172,20 @@ _Static_assert(sizeof(struct tw__handle_long) <= 80,
 
 /* How soon the worker must unlink a cancelled timer from the wheel. A
  * canceller wakes a worker that sleeps longer than this, and a worker that
- * has just reaped sleeps at most this long, so a stream of cancels costs
- * about 1 / TW__REAP_NS wake-ups per second, not one per cancel. */
+ * has just reaped sleeps at most this long, so a slow stream of cancels
+ * costs about 1 / TW__REAP_NS wake-ups per second, not one per cancel; a
+ * fast one wakes it sooner, by count (backlog.c). */
 #define TW__REAP_NS UINT64_C(100000000)
+
+/* The reaping backlog (backlog.c): the fewest unreaped cancel messages, over
+ * all the producers' rings, that make a canceller wake the worker (some
+ * 28 KB of handles: a stream of fewer than about 5,000 cancels a second
+ * stays below it and costs a wake-up per TW__REAP_NS, a faster one one per
+ * 512 cancels or more, never one per cancel); and the longest a canceller
+ * waits, per block of its ring, for a worker more than twice the bound
+ * behind (one that runs a long callback, or gets no processor). */
+#define TW__REAP_FLOOR 512u
+#define TW__REAP_WAIT_NS UINT64_C(2000000)
 
 /* Stripes of counters a thread owns (gate.c), each a cache line, so that
  * two threads never write the same line and a thread counts with plain
@@ -208,6 +219,12 @@ struct tw__rings {
     struct tw__ring fresh; /* custody, as in newq */
     struct tw__ring msgs;  /* messages, as in cancelq */
     void *base;            /* what tw_alloc() returned */
+    /* The producer's (backlog.c): msgs.head + 1 when it last saw the
+     * worker take (0: never), the timers scheduled through all rings then,
+     * and whether it has woken the worker since. */
+    size_t asked;
+    size_t fresh_at;
+    bool kicked;
 };
 
 /* A singly linked FIFO of handles through their `next` field, which lies
@@ -245,6 +262,11 @@ struct tw_service {
      * it is awake; reap_wake says it sleeps longer than TW__REAP_NS. */
     _Alignas(TW__CACHE_LINE) atomic_uint_fast64_t sleep_until;
     atomic_bool reap_wake;
+    /* Unreaped cancel messages per ring past which a canceller wakes the
+     * worker (backlog.c): written by the worker when it changes, read by
+     * cancellers once per block of their ring; TW__REAP_FLOOR until the
+     * worker's first turn. */
+    atomic_uint_fast64_t reap_bound;
     atomic_bool hinted; /* a re-arm to an earlier deadline sent a message */
     struct tw__mpsc newq;
     struct tw__mpsc cancelq;                    /* struct tw__qmsg nodes */
@@ -261,10 +283,15 @@ struct tw_service {
     _Alignas(TW__CACHE_LINE) pthread_mutex_t lock;
     pthread_cond_t wake;
     bool kicked; /* under lock */
+    /* Cancellers waiting for the worker to reap (backlog.c), and their
+     * wake-up, broadcast under lock after a reap that took messages. */
+    pthread_cond_t reap_done;
+    atomic_int reap_waiters;
     /* Owned by the worker thread (by stop once it is joined). */
     struct tw_wheel *wheel;
     struct tw__hlist batch; /* due, for the executor after the advance */
     bool reaped;            /* the last reap found cancelled timers */
+    uint64_t hwm, hwm_at;   /* most timers in the wheel since hwm_at */
     bool behind_set;        /* the worker's copy of `behind` */
     uint64_t drained_at;    /* when the worker last emptied rings and newq */
     pthread_t worker;

@@ -44,7 +44,10 @@
  * worker skips the call when the sleep ends by the next tick boundary and
  * within TW__REAP_NS: a push it missed then waits at most that, as one
  * that raced the look (below) does. Cancel messages pair
- * with reap_wake the same way. Hashed mode wakes at every tick boundary, as
+ * with reap_wake the same way. A canceller whose backlog passes the bound
+ * of backlog.c kicks the worker instead, under the lock (no hand-shake
+ * needed), and the worker publishes that bound after each admit. Hashed
+ * mode wakes at every tick boundary, as
  * Netty does, and asks never to be woken early: no hand-shake, no
  * membarrier.
  *
@@ -173,6 +176,8 @@ void tw__worker_reap(struct tw_service *s, bool wait)
         any = true;
     }
     s->reaped = any;
+    if (any)
+        tw__backlog_reaped(s);
 }
 
 /* New h into the wheel, or let go of if it was cancelled on the way. */
@@ -469,6 +474,7 @@ void *tw__worker_main(void *arg)
 
         tw__worker_reap(s, false);
         more = tw__worker_admit(s, ADMIT_BATCH, false);
+        tw__backlog_publish(s, now);
         track_lag(s, now, more);
         if (tw__stopping(s))
             break;
