@@ -55,6 +55,7 @@ static unsigned round_pow2(unsigned n)
 
 static void free_shards(struct tw_purgatory *p, unsigned ready)
 {
+    tw__p_tick_free(p);
     for (unsigned i = 0; i < ready; i++)
         tw__p_shard_fini(&p->shards[i]);
     tw_free(p->shards, p->nshards * sizeof(*p->shards));
@@ -100,6 +101,10 @@ static struct tw_purgatory *create(const struct tw_purgatory_config *cfg)
             free_shards(p, i);
             return NULL;
         }
+    }
+    if (p->svc && tw__p_tick_create(p) < 0) {
+        free_shards(p, n);
+        return NULL;
     }
     return p;
 }

@@ -7,14 +7,18 @@
  *   watch.c      tw_purgatory_watch(), tw_delayed_init() and state
  *   owner.c      the ownership protocol: try, settle, detach, deliver
  *   check.c      tw_purgatory_check() and tw_purgatory_cancel_key()
- *   timeout.c    the timeout of a watch, over a core wheel or a service
+ *   timeout.c    the timeout of a watch, over a core wheel, a service or
+ *                a timer of the caller's
+ *   ticker.c     over a service: a core wheel per shard and one service
+ *                timer that advances them all
  *
  * The layer uses the core and the service only through their public
  * headers, memory included (tw_alloc(), tw_free()).
  *
  * A watched operation has a record, struct tw__pwatch, allocated by watch:
  * one entry per key (linked into that key's watch list), its timeout (a
- * core timer or a service handle) and a state word that gives every race a
+ * core timer: in the caller's wheel, or over a service in the wheel of its
+ * first key's shard) and a state word that gives every race a
  * single winner:
  *
  *   0 (WATCHING)  in the lists, nobody owns it
@@ -32,12 +36,11 @@
  *
  * Only the thread that moves a record to DONE touches the caller's
  * operation afterwards, so the operation may be freed by on_complete.
- * The record itself lives until its last reference goes: one for the
- * lists (dropped by the claimer after delivering) and, over a service, one
- * for the timer callback (dropped by the callback, or by the claimer when
- * the cancel wins or the service handed the timer back). A thread reaches
- * a record only through a watch list under the shard's lock, through its
- * timer's reference or by owning it, so no record is freed under a reader.
+ * The record itself lives until its reference goes: the lists', dropped
+ * by the claimer after delivering. A thread reaches a record only through
+ * a watch list or a shard's wheel under the shard's lock (the claimer
+ * cancels the timeout under that lock before it lets go), or by owning
+ * it, so no record is freed under a reader.
  */
 #ifndef TW_PURGATORY_PRIV_H
 #define TW_PURGATORY_PRIV_H
@@ -86,6 +89,10 @@ struct tw__pshard {
     struct tw__pkey **buckets;
     size_t nbuckets; /* a power of two */
     size_t nkeys;
+    /* Over a service: the timeouts of the records whose first key is
+     * here (ticker.c), and what the tick's advance of it claimed. */
+    struct tw_wheel *timeouts;
+    struct tw__pwatch *fired;
     char pad[64];
 };
 
@@ -96,11 +103,8 @@ struct tw__pwatch {
     struct tw_delayed *op;
     struct tw_purgatory *p;
     struct tw__pwatch *next; /* the owner's local lists */
-    union {
-        struct tw_timer timer;    /* over a core wheel */
-        struct tw_handle *handle; /* over a service */
-    } to;
-    int outcome; /* enum tw_delayed_state, set by the claimer */
+    struct tw_timer timer;   /* the timeout, over a core wheel or a service */
+    int outcome;             /* enum tw_delayed_state, set by the claimer */
     unsigned nkeys;
     struct tw__pentry entry[];
 };
@@ -124,6 +128,7 @@ struct tw_purgatory {
     struct tw_purgatory_timer timer; /* arm NULL: not this one */
     unsigned nshards;                /* a power of two */
     struct tw__pshard *shards;
+    struct tw__ptick *tick; /* over a service (ticker.c) */
     _Atomic uint64_t gate;
     atomic_int stop_state; /* TW__P_RUNNING, _STOPPING, _STOPPED */
     _Atomic uint64_t watched, at_once, completed, expired, cancelled, returned;
@@ -277,7 +282,23 @@ void tw__p_put(struct tw__pwatch *w);
 int64_t tw__p_stop_shard(struct tw_purgatory *p, struct tw__pshard *sh,
                          tw_delayed_handback_fn *fn, void *ctx);
 
+/* ---- ticker.c ---- */
+struct tw__ptick;
+/* Create p's tick and its shards' wheels (over a service). 0 or -ENOMEM
+ * (what was made is freed by tw__p_tick_free()). */
+int tw__p_tick_create(struct tw_purgatory *p);
+/* Make the service timer fire no later than d (after a watch scheduled a
+ * timeout at d). 0, or the service's refusal. */
+int tw__p_tick_cover(struct tw_purgatory *p, uint64_t d);
+/* Detach the tick from p and cancel its timer (stop, shards empty). */
+void tw__p_tick_stop(struct tw_purgatory *p);
+/* Free the wheels and drop p's reference to the tick (destroy). */
+void tw__p_tick_free(struct tw_purgatory *p);
+
 /* ---- timeout.c ---- */
+/* A timeout fired: claim a WATCHING record (true) or leave EXPIRE on an
+ * owned one (false; a DONE one is left alone). */
+bool tw__p_expire_or_note(struct tw__pwatch *w);
 /* Arm w's timeout; 0 or a negative code (the record is then untouched). */
 int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns);
 /* Cancel w's timeout (claimer, not from the timer's own callback). */

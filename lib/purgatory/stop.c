@@ -80,6 +80,8 @@ static int64_t run_stop(struct tw_purgatory *p, tw_delayed_handback_fn *fn,
     for (unsigned i = 0; i < p->nshards; i++)
         n += tw__p_stop_shard(p, &p->shards[i], fn, ctx);
     tw__p_frame_pop(&f);
+    if (p->tick) /* every shard is empty: the service timer can go */
+        tw__p_tick_stop(p);
     atomic_store(&p->stop_state, TW__P_STOPPED); /* the last access to p */
     return n;
 }
