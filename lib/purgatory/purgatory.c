@@ -16,6 +16,17 @@
 #include "purgatory.h"
 
 _Thread_local const struct tw_purgatory *tw__p_trying;
+_Thread_local unsigned tw__p_stripe_ix;
+
+/* Round-robin: two threads that start one after the other get different
+ * stripes. */
+unsigned tw__p_stripe_assign(void)
+{
+    static atomic_uint next;
+
+    tw__p_stripe_ix = atomic_fetch_add(&next, 1) % TW__P_STRIPES + 1;
+    return tw__p_stripe_ix;
+}
 
 int tw__p_key_ok(const void *bytes, size_t len)
 {
@@ -27,8 +38,10 @@ int tw__p_key_ok(const void *bytes, size_t len)
 /* Over a service sequentially consistent, so that stats can read the
  * outcomes before the watches and never see more outcomes than watches;
  * with one thread a plain increment. */
-void tw__p_count(const struct tw_purgatory *p, _Atomic uint64_t *c)
+void tw__p_count(struct tw_purgatory *p, unsigned which)
 {
+    _Atomic uint64_t *c = &tw__p_stripe(p)->count[which];
+
     if (p->threaded)
         atomic_fetch_add(c, 1);
     else
@@ -129,19 +142,30 @@ struct tw_purgatory *tw_purgatory_create(const struct tw_purgatory_config *cfg,
     return p;
 }
 
+/* Counter c summed over the stripes. */
+static uint64_t total(const struct tw_purgatory *p, unsigned c)
+{
+    uint64_t n = 0;
+
+    for (unsigned i = 0; i < TW__P_STRIPES; i++)
+        n += atomic_load(&p->stripes[i].count[c]);
+    return n;
+}
+
 int tw_purgatory_stats(struct tw_purgatory *p, struct tw_purgatory_stats *out)
 {
     if (!p || !out)
         return -EINVAL;
-    /* Outcomes first: each is counted after its watch was. */
+    /* Outcomes first: each is counted after its watch was (on whatever
+     * stripe), so every outcome read has its watch read after it. */
     *out = (struct tw_purgatory_stats){
-        .completed = atomic_load(&p->completed),
-        .expired = atomic_load(&p->expired),
-        .cancelled = atomic_load(&p->cancelled),
-        .returned = atomic_load(&p->returned),
-        .at_once = atomic_load(&p->at_once),
+        .completed = total(p, TW__P_COMPLETED),
+        .expired = total(p, TW__P_EXPIRED),
+        .cancelled = total(p, TW__P_CANCELLED),
+        .returned = total(p, TW__P_RETURNED),
+        .at_once = total(p, TW__P_AT_ONCE),
     };
-    out->watched = atomic_load(&p->watched);
+    out->watched = total(p, TW__P_WATCHED);
     out->watching = out->watched - out->completed - out->expired -
                     out->cancelled - out->returned;
     for (unsigned i = 0; i < p->nshards; i++) {

@@ -109,9 +109,29 @@ struct tw__pwatch {
     struct tw__pentry entry[];
 };
 
-/* The gate watch passes through: the low bits count watch calls in
- * progress, this bit says stop has begun. */
-#define TW__P_GATE_CLOSED (UINT64_C(1) << 63)
+/* The counters of a purgatory, kept per stripe (struct tw__pstripe). */
+enum {
+    TW__P_WATCHED,
+    TW__P_AT_ONCE,
+    TW__P_COMPLETED,
+    TW__P_EXPIRED,
+    TW__P_CANCELLED,
+    TW__P_RETURNED,
+    TW__P_NCOUNTS
+};
+
+/* Stripes of counters: a thread keeps to one (given round-robin at its
+ * first call), so that threads on different cores do not write the same
+ * cache line for every watch and completion; stats sums them. */
+#define TW__P_STRIPES 8u
+
+/* One stripe: the watches in progress through the gate (stop waits until
+ * every stripe's count is 0) and the counters; padded as a shard is. */
+struct tw__pstripe {
+    _Atomic uint64_t gate;
+    _Atomic uint64_t count[TW__P_NCOUNTS];
+    char pad[64];
+};
 
 /* Where stop is: stop_state goes RUNNING -> STOPPING (one stop won) ->
  * STOPPED (it has handed everything back and no longer touches p). */
@@ -129,35 +149,58 @@ struct tw_purgatory {
     unsigned nshards;                /* a power of two */
     struct tw__pshard *shards;
     struct tw__ptick *tick; /* over a service (ticker.c) */
-    _Atomic uint64_t gate;
-    atomic_int stop_state; /* TW__P_RUNNING, _STOPPING, _STOPPED */
-    _Atomic uint64_t watched, at_once, completed, expired, cancelled, returned;
+    atomic_bool closed;     /* stop has begun: the gate refuses watches */
+    atomic_int stop_state;  /* TW__P_RUNNING, _STOPPING, _STOPPED */
+    /* Written on every watch and outcome: away from the fields above,
+     * which every call reads. */
+    char pad[64];
+    struct tw__pstripe stripes[TW__P_STRIPES];
 };
+
+/* The calling thread's stripe: 1 + its index, 0 before its first call. */
+extern _Thread_local unsigned tw__p_stripe_ix;
+unsigned tw__p_stripe_assign(void);
+
+static inline struct tw__pstripe *tw__p_stripe(struct tw_purgatory *p)
+{
+    unsigned i = tw__p_stripe_ix;
+
+    if (i == 0)
+        i = tw__p_stripe_assign();
+    return &p->stripes[i - 1];
+}
 
 /*
  * The gate, inline for watch. With one thread no stop can run during a
- * watch: only the closed bit matters. Over a service a refused watch reads
- * the closed bit before it writes, so once stop has closed the gate a
- * refused call never touches the count that stop waits to see fall to
- * zero (a thread can bump it at most once more, if it read the bit just
- * before the close): stop is not held up by the calls it refuses. Watch
- * passes the gate only after its first try failed, when it is about to
- * make a record visible: a watch that completes at once never holds stop.
+ * watch: only the closed flag matters. Over a service a watch counts
+ * itself in on its thread's stripe, then reads the flag; stop sets the
+ * flag, then waits for every stripe's count to fall to zero. Both orders
+ * are sequentially consistent, so either the watch sees the flag (and
+ * leaves) or stop sees its count (and waits for it). A refused watch reads
+ * the flag before it writes, so once stop has closed the gate a refused
+ * call never touches a count that stop waits on (a thread can bump its
+ * count at most once more, if it read the flag just before the close):
+ * stop is not held up by the calls it refuses. Watch passes the gate only
+ * after its first try failed, when it is about to make a record visible: a
+ * watch that completes at once never holds stop.
  */
 static inline bool tw__p_gate_closed(const struct tw_purgatory *p)
 {
-    return atomic_load_explicit(&p->gate, memory_order_relaxed) &
-           TW__P_GATE_CLOSED;
+    return atomic_load_explicit(&p->closed, memory_order_relaxed);
 }
 
 static inline bool tw__p_gate_enter(struct tw_purgatory *p)
 {
+    struct tw__pstripe *st;
+
     if (tw__p_gate_closed(p))
         return false;
     if (!p->threaded)
         return true;
-    if (atomic_fetch_add(&p->gate, 1) & TW__P_GATE_CLOSED) {
-        atomic_fetch_sub(&p->gate, 1);
+    st = tw__p_stripe(p);
+    atomic_fetch_add(&st->gate, 1);
+    if (atomic_load(&p->closed)) {
+        atomic_fetch_sub(&st->gate, 1);
         return false;
     }
     return true;
@@ -166,7 +209,7 @@ static inline bool tw__p_gate_enter(struct tw_purgatory *p)
 static inline void tw__p_gate_leave(struct tw_purgatory *p)
 {
     if (p->threaded)
-        atomic_fetch_sub(&p->gate, 1);
+        atomic_fetch_sub(&tw__p_stripe(p)->gate, 1);
 }
 
 /*
@@ -218,8 +261,8 @@ static inline bool tw__p_call_try(struct tw_purgatory *p, struct tw_delayed *op)
 
 /* The usual check of a key argument: 0, -EINVAL or -E2BIG. */
 int tw__p_key_ok(const void *bytes, size_t len);
-/* Count one on a counter of p. */
-void tw__p_count(const struct tw_purgatory *p, _Atomic uint64_t *c);
+/* Count one on counter c (TW__P_WATCHED...) of p. */
+void tw__p_count(struct tw_purgatory *p, unsigned c);
 /* Free p's shards and p (destroy, once p is stopped). */
 void tw__p_free(struct tw_purgatory *p);
 
@@ -270,6 +313,9 @@ bool tw__p_claim(struct tw__pwatch *w);
 /* Claimer: unlink from every key, cancel the timeout, count, set the
  * operation's state. The operation is not called. */
 void tw__p_detach(struct tw__pwatch *w);
+/* Unlink the first n entries of w, each under its shard's lock; over a
+ * service, cancel the timeout with the first. */
+void tw__p_unlink_keys(struct tw__pwatch *w, size_t n);
 /* Claimer, after detach and with no lock held: run on_expire and
  * on_complete (completed, expired) or fn (handed back), then drop the
  * lists' reference. */
@@ -279,8 +325,8 @@ void tw__p_put(struct tw__pwatch *w);
 /* ---- check.c ---- */
 /* Hand back every record of one shard, waiting for owners and for
  * claimers still detaching, until the shard holds no key (stop). */
-int64_t tw__p_stop_shard(struct tw_purgatory *p, struct tw__pshard *sh,
-                         tw_delayed_handback_fn *fn, void *ctx);
+int64_t tw__p_stop_shard(struct tw__pshard *sh, tw_delayed_handback_fn *fn,
+                         void *ctx);
 
 /* ---- ticker.c ---- */
 struct tw__ptick;
@@ -299,9 +345,17 @@ void tw__p_tick_free(struct tw_purgatory *p);
 /* A timeout fired: claim a WATCHING record (true) or leave EXPIRE on an
  * owned one (false; a DONE one is left alone). */
 bool tw__p_expire_or_note(struct tw__pwatch *w);
-/* Arm w's timeout; 0 or a negative code (the record is then untouched). */
+/* Over a core wheel or a caller's timer: arm w's timeout; 0 or a negative
+ * code (the record is then untouched). */
 int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns);
-/* Cancel w's timeout (claimer, not from the timer's own callback). */
+/* Over a core wheel or a caller's timer: cancel w's timeout (claimer, not
+ * from the timer's own callback). */
 void tw__p_disarm(struct tw__pwatch *w);
+/* Over a service, sh being the shard of w's first key, locked: schedule
+ * w's timeout in its wheel (returns the deadline, which the caller then
+ * has the tick cover), or cancel it (a no-op if it fired). */
+uint64_t tw__p_arm_shard(struct tw__pwatch *w, struct tw__pshard *sh,
+                         uint64_t timeout_ns);
+void tw__p_disarm_shard(struct tw__pwatch *w, struct tw__pshard *sh);
 
 #endif /* TW_PURGATORY_PRIV_H */

@@ -71,31 +71,27 @@ static void on_core_timer(struct tw_timer *t, void *arg)
         expire(w);
 }
 
-/* The shard whose wheel holds w's timeout, over a service. */
-static struct tw__pshard *timeout_shard(struct tw__pwatch *w)
+/* Over a service, into the wheel of sh, the shard of w's first key
+ * (locked). An empty wheel is first brought to now (it runs nothing), so
+ * that it never walks a long idle gap when the tick next advances it. The
+ * schedule cannot fail: the timer is new and the wheel has an expiry
+ * function. */
+uint64_t tw__p_arm_shard(struct tw__pwatch *w, struct tw__pshard *sh,
+                         uint64_t timeout_ns)
 {
-    return tw__p_shard(w->p, w->entry[0].key->hash);
-}
-
-/* Over a service: into the shard's wheel, then the tick made to fire by
- * the deadline. An empty wheel is first brought to now (it runs nothing),
- * so that it never walks a long idle gap when the tick next advances it. */
-static int arm_service(struct tw__pwatch *w, uint64_t timeout_ns)
-{
-    struct tw__pshard *sh = timeout_shard(w);
     uint64_t now = tw_service_now(w->p->svc);
     uint64_t d = tw__add_sat(now, timeout_ns);
-    int rc;
 
     tw_timer_init(&w->timer, NULL, w);
-    tw__p_lock(sh);
     if (tw_pending(sh->timeouts) == 0 && now > tw_now(sh->timeouts))
         tw_advance(sh->timeouts, now);
-    rc = tw_schedule(sh->timeouts, &w->timer, d);
-    tw__p_unlock(sh);
-    if (rc == 0 && (rc = tw__p_tick_cover(w->p, d)) < 0)
-        tw__p_disarm(w);
-    return rc;
+    tw_schedule(sh->timeouts, &w->timer, d);
+    return d;
+}
+
+void tw__p_disarm_shard(struct tw__pwatch *w, struct tw__pshard *sh)
+{
+    tw_cancel(sh->timeouts, &w->timer);
 }
 
 int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns)
@@ -110,27 +106,15 @@ int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns)
             p->wheel, &w->timer,
             tw__add_sat(now > wheel_now ? now : wheel_now, timeout_ns));
     }
-    if (p->timer.arm)
-        return p->timer.arm(p->timer.ctx, w->op, timeout_ns);
-    return arm_service(w, timeout_ns);
+    return p->timer.arm(p->timer.ctx, w->op, timeout_ns);
 }
 
 void tw__p_disarm(struct tw__pwatch *w)
 {
-    struct tw__pshard *sh;
-
-    if (w->p->wheel) {
+    if (w->p->wheel)
         tw_cancel(w->p->wheel, &w->timer);
-        return;
-    }
-    if (w->p->timer.arm) {
+    else
         w->p->timer.disarm(w->p->timer.ctx, w->op);
-        return;
-    }
-    sh = timeout_shard(w);
-    tw__p_lock(sh);
-    tw_cancel(sh->timeouts, &w->timer);
-    tw__p_unlock(sh);
 }
 
 int tw_purgatory_expire(struct tw_purgatory *p, struct tw_delayed *op)
