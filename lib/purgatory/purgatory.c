@@ -40,14 +40,15 @@ int tw__p_key_ok(const void *bytes, size_t len)
  * with one thread a plain increment. */
 void tw__p_count(struct tw_purgatory *p, unsigned which)
 {
-    _Atomic uint64_t *c = &tw__p_stripe(p)->count[which];
+    _Atomic uint64_t *c;
 
-    if (p->threaded)
-        atomic_fetch_add(c, 1);
-    else
-        atomic_store_explicit(c,
-                              atomic_load_explicit(c, memory_order_relaxed) + 1,
-                              memory_order_relaxed);
+    if (p->threaded) {
+        atomic_fetch_add(&tw__p_stripe(p)->count[which], 1);
+        return;
+    }
+    c = &p->stripes[0].count[which]; /* one thread: no need to choose */
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
 }
 
 void tw_purgatory_config_init(struct tw_purgatory_config *cfg)
