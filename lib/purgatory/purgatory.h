@@ -89,8 +89,10 @@ struct tw__pshard {
     struct tw__pkey **buckets;
     size_t nbuckets; /* a power of two */
     size_t nkeys;
-    /* Over a service: the timeouts of the records whose first key is
-     * here (ticker.c), and what the tick's advance of it claimed. */
+    /* Over a service, in the first TW__P_WHEELS shards: the timeouts of
+     * the records whose first key is here or in a shard of the same
+     * index mod TW__P_WHEELS (ticker.c), and what the tick's advance of
+     * them claimed. */
     struct tw_wheel *timeouts;
     struct tw__pwatch *fired;
     char pad[64];
@@ -330,6 +332,21 @@ int64_t tw__p_stop_shard(struct tw__pshard *sh, tw_delayed_handback_fn *fn,
 
 /* ---- ticker.c ---- */
 struct tw__ptick;
+/* Over a service, the shards that hold a timeout wheel: a wheel costs
+ * about 16 KiB, so a purgatory of many shards shares this many. */
+#define TW__P_WHEELS 16u
+
+static inline unsigned tw__p_nwheels(const struct tw_purgatory *p)
+{
+    return p->nshards < TW__P_WHEELS ? p->nshards : TW__P_WHEELS;
+}
+
+/* The shard whose wheel (and lock) keeps the timeouts of shard sh. */
+static inline struct tw__pshard *tw__p_wheel_shard(struct tw_purgatory *p,
+                                                   struct tw__pshard *sh)
+{
+    return &p->shards[(unsigned)(sh - p->shards) & (TW__P_WHEELS - 1)];
+}
 /* Create p's tick and its shards' wheels (over a service). 0 or -ENOMEM
  * (what was made is freed by tw__p_tick_free()). */
 int tw__p_tick_create(struct tw_purgatory *p);

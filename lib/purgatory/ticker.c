@@ -1,7 +1,7 @@
 /*
- * The timeouts of a purgatory over a service: a core wheel per shard and
- * one service timer for them all (Kafka's purgatory keeps its own wheel
- * too, advanced by its reaper thread).
+ * The timeouts of a purgatory over a service: core wheels kept in the
+ * shards and one service timer for them all (Kafka's purgatory keeps its
+ * own wheel too, advanced by its reaper thread).
  *
  * Why not one service timer per watch: a watch that completes, the
  * common case, then costs a service schedule and a cancel, each a
@@ -10,10 +10,19 @@
  * in the wheel of its first key's shard (under that shard's lock) and a
  * completion cancels it there: O(1), no message, nothing allocated.
  *
+ * A wheel costs about 16 KiB whatever its layout, so only the first
+ * TW__P_WHEELS shards hold one: shard i keeps its timeouts in the wheel of
+ * shard i mod TW__P_WHEELS (tw__p_wheel_shard()), under that shard's lock.
+ * With the default 16 shards that is each shard's own wheel, in the
+ * section that links or unlinks the first key; with more shards a shard
+ * past the first TW__P_WHEELS takes the wheel's shard lock inside its own
+ * (the only place two shard locks are held at once, always a higher
+ * index around a lower one, so no two threads wait for each other).
+ *
  * The service timer (the tick, struct tw__ptick) fires at `due`, the
- * earliest time any shard wheel may have work, as tw_next_deadline()
- * says. Its callback, under the tick's lock: sets due to UINT64_MAX
- * (nothing armed), advances every shard wheel to the service's clock
+ * earliest time any wheel may have work, as tw_next_deadline() says.
+ * Its callback, under the tick's lock: sets due to UINT64_MAX (nothing
+ * armed), advances every wheel to the service's clock
  * under the shard's lock, claiming what fired (a record owned elsewhere
  * gets EXPIRE, as before), detaches the claimed records, re-arms the
  * handle at the earliest next deadline of the wheels, and only then,
@@ -219,7 +228,7 @@ static struct tw__pwatch *expire_due(struct tw__ptick *t,
     uint64_t now = tw_service_now(p->svc), next = UINT64_MAX;
 
     atomic_store(&t->due, UINT64_MAX);
-    for (unsigned i = 0; i < p->nshards; i++) {
+    for (unsigned i = 0; i < tw__p_nwheels(p); i++) {
         uint64_t n = advance_shard(&p->shards[i], now, &fired);
 
         next = n < next ? n : next;
@@ -255,7 +264,7 @@ static void on_tick(struct tw_handle *h, void *arg)
 
 static void free_wheels(struct tw_purgatory *p)
 {
-    for (unsigned i = 0; i < p->nshards; i++)
+    for (unsigned i = 0; i < tw__p_nwheels(p); i++)
         if (p->shards[i].timeouts)
             tw_destroy(p->shards[i].timeouts);
 }
@@ -269,7 +278,7 @@ static int make_wheels(struct tw_purgatory *p)
     cfg.slots = layout;
     cfg.levels = sizeof(layout) / sizeof(layout[0]);
     cfg.start_ns = tw_service_now(p->svc);
-    for (unsigned i = 0; i < p->nshards; i++) {
+    for (unsigned i = 0; i < tw__p_nwheels(p); i++) {
         struct tw__pshard *sh = &p->shards[i];
 
         sh->timeouts = tw_create(&cfg, NULL);

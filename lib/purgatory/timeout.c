@@ -71,27 +71,39 @@ static void on_core_timer(struct tw_timer *t, void *arg)
         expire(w);
 }
 
-/* Over a service, into the wheel of sh, the shard of w's first key
- * (locked). An empty wheel is first brought to now (it runs nothing), so
- * that it never walks a long idle gap when the tick next advances it. The
- * schedule cannot fail: the timer is new and the wheel has an expiry
- * function. */
+/* Over a service, into the wheel that keeps the timeouts of sh, the
+ * shard of w's first key (locked; the wheel's own shard is locked too if
+ * it is another). An empty wheel is first brought to now (it runs
+ * nothing), so that it never walks a long idle gap when the tick next
+ * advances it. The schedule cannot fail: the timer is new and the wheel
+ * has an expiry function. */
 uint64_t tw__p_arm_shard(struct tw__pwatch *w, struct tw__pshard *sh,
                          uint64_t timeout_ns)
 {
+    struct tw__pshard *wsh = tw__p_wheel_shard(w->p, sh);
     uint64_t now = tw_service_now(w->p->svc);
     uint64_t d = tw__add_sat(now, timeout_ns);
 
     tw_timer_init(&w->timer, NULL, w);
-    if (tw_pending(sh->timeouts) == 0 && now > tw_now(sh->timeouts))
-        tw_advance(sh->timeouts, now);
-    tw_schedule(sh->timeouts, &w->timer, d);
+    if (wsh != sh)
+        tw__p_lock(wsh);
+    if (tw_pending(wsh->timeouts) == 0 && now > tw_now(wsh->timeouts))
+        tw_advance(wsh->timeouts, now);
+    tw_schedule(wsh->timeouts, &w->timer, d);
+    if (wsh != sh)
+        tw__p_unlock(wsh);
     return d;
 }
 
 void tw__p_disarm_shard(struct tw__pwatch *w, struct tw__pshard *sh)
 {
-    tw_cancel(sh->timeouts, &w->timer);
+    struct tw__pshard *wsh = tw__p_wheel_shard(w->p, sh);
+
+    if (wsh != sh)
+        tw__p_lock(wsh);
+    tw_cancel(wsh->timeouts, &w->timer);
+    if (wsh != sh)
+        tw__p_unlock(wsh);
 }
 
 int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns)

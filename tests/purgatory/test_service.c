@@ -134,6 +134,70 @@ Test(purgatory_service, completed_by_another_thread_cancels_its_timeout)
     both_free(p, s);
 }
 
+/* More shards than timeout wheels (a shard past the first 16 keeps its
+ * timeouts in the wheel of a lower one, under that shard's lock): every
+ * timeout still fires on its own, and one completed in time never does,
+ * with two threads watching and checking at once. */
+struct many {
+    struct tw_purgatory *p;
+    struct preq *r;
+    int from, n;
+};
+
+static void *watch_half_then_check(void *arg)
+{
+    struct many *m = arg;
+    char key[16];
+
+    for (int i = m->from; i < m->from + m->n; i++) {
+        struct tw_key k;
+
+        snprintf(key, sizeof(key), "k%d", i);
+        k = pkey(key);
+        preq_init(&m->r[i], m->p);
+        cr_assert_eq(tw_purgatory_watch(m->p, &m->r[i].op, &k, 1,
+                                        (i % 2 ? 30 : 3600) * MS),
+                     0);
+    }
+    /* The even ones (an hour's timeout) complete by a check. */
+    for (int i = m->from; i < m->from + m->n; i += 2) {
+        snprintf(key, sizeof(key), "k%d", i);
+        atomic_store(&m->r[i].ready, true);
+        cr_assert_eq(tw_purgatory_check(m->p, key, strlen(key)), 1);
+    }
+    return NULL;
+}
+
+Test(purgatory_service, more_shards_than_timeout_wheels)
+{
+    enum { N = 512 };
+    struct tw_service *s = service_new(0, 0);
+    struct tw_purgatory_config cfg;
+    struct tw_purgatory *p;
+    static struct preq r[N];
+    struct many m[2];
+    pthread_t th[2];
+
+    tw_purgatory_config_init(&cfg);
+    cfg.service = s;
+    cfg.shards = 256;
+    p = tw_purgatory_create(&cfg, NULL);
+    cr_assert(p);
+    for (int t = 0; t < 2; t++) {
+        m[t] = (struct many){p, r, t * N / 2, N / 2};
+        cr_assert_eq(pthread_create(&th[t], NULL, watch_half_then_check, &m[t]),
+                     0);
+    }
+    for (int t = 0; t < 2; t++)
+        cr_assert_eq(pthread_join(th[t], NULL), 0);
+    for (int i = 0; i < N; i++)
+        wait_for(&r[i].completes, 1, "answered");
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(r[i].expires, i % 2, "request %d", i);
+    stats_are(p, N, N / 2, N / 2, 0, 0, 0, 0);
+    both_free(p, s);
+}
+
 /* A request that records when its on_expire ran. */
 struct xreq {
     struct preq r;
