@@ -88,10 +88,12 @@ void tw__p_unlink_keys(struct tw__pwatch *w, size_t n)
     }
 }
 
+/* The record has one owner left when this is called (the claimer after
+ * delivering, or a watch undoing itself): no timer holds a reference since
+ * the timeouts moved into the purgatory's own wheels, so no count. */
 void tw__p_put(struct tw__pwatch *w)
 {
-    if (atomic_fetch_sub(&w->refs, 1) == 1)
-        tw_free(w, sizeof(*w) + w->nkeys * sizeof(w->entry[0]));
+    tw_free(w, sizeof(*w) + w->nkeys * sizeof(w->entry[0]));
 }
 
 void tw__p_deliver(struct tw__pwatch *w, tw_delayed_handback_fn *fn, void *ctx)

@@ -36,8 +36,9 @@
  *
  * Only the thread that moves a record to DONE touches the caller's
  * operation afterwards, so the operation may be freed by on_complete.
- * The record itself lives until its reference goes: the lists', dropped
- * by the claimer after delivering. A thread reaches a record only through
+ * The record itself lives until the claimer frees it, as it delivers
+ * (tw__p_put(); a watch that fails frees its own). A thread reaches a
+ * record only through
  * a watch list or a shard's wheel under the shard's lock (the claimer
  * cancels the timeout under that lock before it lets go), or by owning
  * it, so no record is freed under a reader.
@@ -101,7 +102,6 @@ struct tw__pshard {
 struct tw__pwatch {
     atomic_uint state; /* the word above */
     bool threaded;     /* over a service: the word is changed atomically */
-    atomic_uint refs;
     struct tw_delayed *op;
     struct tw_purgatory *p;
     struct tw__pwatch *next; /* the owner's local lists */
@@ -318,10 +318,10 @@ void tw__p_detach(struct tw__pwatch *w);
 /* Unlink the first n entries of w, each under its shard's lock; over a
  * service, cancel the timeout with the first. */
 void tw__p_unlink_keys(struct tw__pwatch *w, size_t n);
-/* Claimer, after detach and with no lock held: run on_expire and
- * on_complete (completed, expired) or fn (handed back), then drop the
- * lists' reference. */
+/* Claimer, after detach and with no lock held: free the record, then run
+ * on_expire and on_complete (completed, expired) or fn (handed back). */
 void tw__p_deliver(struct tw__pwatch *w, tw_delayed_handback_fn *fn, void *ctx);
+/* Free a record that no list, wheel or other thread can reach. */
 void tw__p_put(struct tw__pwatch *w);
 
 /* ---- check.c ---- */

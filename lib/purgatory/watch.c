@@ -103,7 +103,6 @@ static struct tw__pwatch *record_new(struct tw_purgatory *p,
     memset(w, 0, size);
     atomic_init(&w->state, TW__P_OWNED);
     w->threaded = p->threaded;
-    atomic_init(&w->refs, 1);
     w->op = op;
     w->p = p;
     w->nkeys = (unsigned)n;
@@ -123,9 +122,8 @@ static int link_one(struct tw__pwatch *w, size_t i, const struct tw_key *key,
 
     tw__p_lock(sh);
     rc = tw__p_key_link(sh, &w->entry[i], hash, key);
-    if (rc == 0 && i == 0 && w->p->svc) {
+    if (rc == 0 && i == 0 && w->p->svc)
         *due = tw__p_arm_shard(w, sh, timeout_ns);
-    }
     tw__p_unlock(sh);
     return rc;
 }
