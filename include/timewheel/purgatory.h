@@ -156,7 +156,10 @@ typedef uint64_t tw_purgatory_now_fn(void *ctx);
  *           its own.
  *  now_ctx  passed to now.
  *  service  a service (any thread; timeouts counted from tw_service_now(),
- *           read by watch).
+ *           read by watch). The purgatory keeps its timeouts in wheels of
+ *           its own and holds one service timer at a time to advance
+ *           them, so the service's max_pending bounds that timer, not
+ *           the watches.
  *  timer    the caller's own timer (copied; one thread, as a wheel).
  *  shards   watch-list shards (locks), 0 for the default; rounded up to a
  *           power of two, at most TW_PURGATORY_MAX_SHARDS.
@@ -230,8 +233,10 @@ TW_PUBLIC enum tw_delayed_state tw_delayed_state(const struct tw_delayed *op);
  *   -EALREADY  op has completed, expired or been handed back (initialise it
  *              again to reuse it)
  *   -EDEADLK   called from a try_complete of p
- *   -ESHUTDOWN p is stopped;  -ENOMEM;  or the service's error (-EAGAIN
- *              when its max_pending is reached)
+ *   -ESHUTDOWN p is stopped;  -ENOMEM;  or, over a service, its refusal
+ *              of the purgatory's one service timer when the watch needs
+ *              it armed (-EAGAIN: the service is full of other timers;
+ *              -ESHUTDOWN: it is stopped)
  */
 TW_PUBLIC int tw_purgatory_watch(struct tw_purgatory *p, struct tw_delayed *op,
                                  const struct tw_key *keys, size_t nkeys,

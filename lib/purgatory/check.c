@@ -117,7 +117,7 @@ static bool claim_key(struct tw__pkey *k, struct tw__pwatch **claimed)
 }
 
 /* Detach and hand back a list of claimed records; returns how many. */
-static int64_t hand_back(struct tw__pwatch *claimed, _Atomic uint64_t *count,
+static int64_t hand_back(struct tw__pwatch *claimed, unsigned count,
                          tw_delayed_handback_fn *fn, void *ctx)
 {
     struct tw__pwatch *next;
@@ -162,7 +162,7 @@ int64_t tw_purgatory_cancel_key(struct tw_purgatory *p, const void *key,
         k = tw__p_key_find(sh, hash, key, len);
         busy = k && claim_key(k, &claimed);
         tw__p_unlock(sh);
-        n += hand_back(claimed, &p->cancelled, fn, ctx);
+        n += hand_back(claimed, TW__P_CANCELLED, fn, ctx);
         /* An owner is running a try_complete: let it answer. */
         if (busy && !claimed)
             sched_yield();
@@ -172,8 +172,8 @@ int64_t tw_purgatory_cancel_key(struct tw_purgatory *p, const void *key,
 }
 
 /* Hand back everything in one shard, waiting for owners (stop). */
-int64_t tw__p_stop_shard(struct tw_purgatory *p, struct tw__pshard *sh,
-                         tw_delayed_handback_fn *fn, void *ctx)
+int64_t tw__p_stop_shard(struct tw__pshard *sh, tw_delayed_handback_fn *fn,
+                         void *ctx)
 {
     int64_t n = 0;
 
@@ -187,7 +187,7 @@ int64_t tw__p_stop_shard(struct tw_purgatory *p, struct tw__pshard *sh,
                 claim_key(k, &claimed);
         left = sh->nkeys;
         tw__p_unlock(sh);
-        n += hand_back(claimed, &p->returned, fn, ctx);
+        n += hand_back(claimed, TW__P_RETURNED, fn, ctx);
         if (left == 0)
             return n;
         /* Records owned or being detached elsewhere: wait for them. */

@@ -61,27 +61,39 @@ void tw__p_detach(struct tw__pwatch *w)
     struct tw_purgatory *p = w->p;
 
     if (w->outcome == TW_DELAYED_COMPLETED)
-        tw__p_count(p, &p->completed);
+        tw__p_count(p, TW__P_COMPLETED);
     else if (w->outcome == TW_DELAYED_EXPIRED)
-        tw__p_count(p, &p->expired);
+        tw__p_count(p, TW__P_EXPIRED);
     /* cancel_key and stop count what they hand back themselves. */
-    tw__p_disarm(w);
-    for (unsigned i = 0; i < w->nkeys; i++) {
-        struct tw__pentry *e = &w->entry[i];
-        struct tw__pshard *sh = tw__p_shard(p, e->key->hash);
-
-        tw__p_lock(sh);
-        tw__p_key_unlink(sh, e);
-        tw__p_unlock(sh);
-    }
+    if (!p->svc)
+        tw__p_disarm(w);
+    tw__p_unlink_keys(w, w->nkeys);
     w->op->watch = NULL;
     __atomic_store_n(&w->op->state, w->outcome, __ATOMIC_RELEASE);
 }
 
+/* Over a service the first key's shard wheel holds the timeout: it is
+ * cancelled in the same locked section as the first unlink. */
+void tw__p_unlink_keys(struct tw__pwatch *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct tw__pentry *e = &w->entry[i];
+        struct tw__pshard *sh = tw__p_shard(w->p, e->key->hash);
+
+        tw__p_lock(sh);
+        if (i == 0 && w->p->svc)
+            tw__p_disarm_shard(w, sh);
+        tw__p_key_unlink(sh, e);
+        tw__p_unlock(sh);
+    }
+}
+
+/* The record has one owner left when this is called (the claimer after
+ * delivering, or a watch undoing itself): no timer holds a reference since
+ * the timeouts moved into the purgatory's own wheels, so no count. */
 void tw__p_put(struct tw__pwatch *w)
 {
-    if (atomic_fetch_sub(&w->refs, 1) == 1)
-        tw_free(w, sizeof(*w) + w->nkeys * sizeof(w->entry[0]));
+    tw_free(w, sizeof(*w) + w->nkeys * sizeof(w->entry[0]));
 }
 
 void tw__p_deliver(struct tw__pwatch *w, tw_delayed_handback_fn *fn, void *ctx)

@@ -16,6 +16,17 @@
 #include "purgatory.h"
 
 _Thread_local const struct tw_purgatory *tw__p_trying;
+_Thread_local unsigned tw__p_stripe_ix;
+
+/* Round-robin: two threads that start one after the other get different
+ * stripes. */
+unsigned tw__p_stripe_assign(void)
+{
+    static atomic_uint next;
+
+    tw__p_stripe_ix = atomic_fetch_add(&next, 1) % TW__P_STRIPES + 1;
+    return tw__p_stripe_ix;
+}
 
 int tw__p_key_ok(const void *bytes, size_t len)
 {
@@ -27,14 +38,17 @@ int tw__p_key_ok(const void *bytes, size_t len)
 /* Over a service sequentially consistent, so that stats can read the
  * outcomes before the watches and never see more outcomes than watches;
  * with one thread a plain increment. */
-void tw__p_count(const struct tw_purgatory *p, _Atomic uint64_t *c)
+void tw__p_count(struct tw_purgatory *p, unsigned which)
 {
-    if (p->threaded)
-        atomic_fetch_add(c, 1);
-    else
-        atomic_store_explicit(c,
-                              atomic_load_explicit(c, memory_order_relaxed) + 1,
-                              memory_order_relaxed);
+    _Atomic uint64_t *c;
+
+    if (p->threaded) {
+        atomic_fetch_add(&tw__p_stripe(p)->count[which], 1);
+        return;
+    }
+    c = &p->stripes[0].count[which]; /* one thread: no need to choose */
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
 }
 
 void tw_purgatory_config_init(struct tw_purgatory_config *cfg)
@@ -55,6 +69,7 @@ static unsigned round_pow2(unsigned n)
 
 static void free_shards(struct tw_purgatory *p, unsigned ready)
 {
+    tw__p_tick_free(p);
     for (unsigned i = 0; i < ready; i++)
         tw__p_shard_fini(&p->shards[i]);
     tw_free(p->shards, p->nshards * sizeof(*p->shards));
@@ -101,6 +116,10 @@ static struct tw_purgatory *create(const struct tw_purgatory_config *cfg)
             return NULL;
         }
     }
+    if (p->svc && tw__p_tick_create(p) < 0) {
+        free_shards(p, n);
+        return NULL;
+    }
     return p;
 }
 
@@ -124,19 +143,30 @@ struct tw_purgatory *tw_purgatory_create(const struct tw_purgatory_config *cfg,
     return p;
 }
 
+/* Counter c summed over the stripes. */
+static uint64_t total(const struct tw_purgatory *p, unsigned c)
+{
+    uint64_t n = 0;
+
+    for (unsigned i = 0; i < TW__P_STRIPES; i++)
+        n += atomic_load(&p->stripes[i].count[c]);
+    return n;
+}
+
 int tw_purgatory_stats(struct tw_purgatory *p, struct tw_purgatory_stats *out)
 {
     if (!p || !out)
         return -EINVAL;
-    /* Outcomes first: each is counted after its watch was. */
+    /* Outcomes first: each is counted after its watch was (on whatever
+     * stripe), so every outcome read has its watch read after it. */
     *out = (struct tw_purgatory_stats){
-        .completed = atomic_load(&p->completed),
-        .expired = atomic_load(&p->expired),
-        .cancelled = atomic_load(&p->cancelled),
-        .returned = atomic_load(&p->returned),
-        .at_once = atomic_load(&p->at_once),
+        .completed = total(p, TW__P_COMPLETED),
+        .expired = total(p, TW__P_EXPIRED),
+        .cancelled = total(p, TW__P_CANCELLED),
+        .returned = total(p, TW__P_RETURNED),
+        .at_once = total(p, TW__P_AT_ONCE),
     };
-    out->watched = atomic_load(&p->watched);
+    out->watched = total(p, TW__P_WATCHED);
     out->watching = out->watched - out->completed - out->expired -
                     out->cancelled - out->returned;
     for (unsigned i = 0; i < p->nshards; i++) {

@@ -7,14 +7,18 @@
  *   watch.c      tw_purgatory_watch(), tw_delayed_init() and state
  *   owner.c      the ownership protocol: try, settle, detach, deliver
  *   check.c      tw_purgatory_check() and tw_purgatory_cancel_key()
- *   timeout.c    the timeout of a watch, over a core wheel or a service
+ *   timeout.c    the timeout of a watch, over a core wheel, a service or
+ *                a timer of the caller's
+ *   ticker.c     over a service: a core wheel per shard and one service
+ *                timer that advances them all
  *
  * The layer uses the core and the service only through their public
  * headers, memory included (tw_alloc(), tw_free()).
  *
  * A watched operation has a record, struct tw__pwatch, allocated by watch:
  * one entry per key (linked into that key's watch list), its timeout (a
- * core timer or a service handle) and a state word that gives every race a
+ * core timer: in the caller's wheel, or over a service in the wheel of its
+ * first key's shard) and a state word that gives every race a
  * single winner:
  *
  *   0 (WATCHING)  in the lists, nobody owns it
@@ -32,12 +36,12 @@
  *
  * Only the thread that moves a record to DONE touches the caller's
  * operation afterwards, so the operation may be freed by on_complete.
- * The record itself lives until its last reference goes: one for the
- * lists (dropped by the claimer after delivering) and, over a service, one
- * for the timer callback (dropped by the callback, or by the claimer when
- * the cancel wins or the service handed the timer back). A thread reaches
- * a record only through a watch list under the shard's lock, through its
- * timer's reference or by owning it, so no record is freed under a reader.
+ * The record itself lives until the claimer frees it, as it delivers
+ * (tw__p_put(); a watch that fails frees its own). A thread reaches a
+ * record only through
+ * a watch list or a shard's wheel under the shard's lock (the claimer
+ * cancels the timeout under that lock before it lets go), or by owning
+ * it, so no record is freed under a reader.
  */
 #ifndef TW_PURGATORY_PRIV_H
 #define TW_PURGATORY_PRIV_H
@@ -86,28 +90,50 @@ struct tw__pshard {
     struct tw__pkey **buckets;
     size_t nbuckets; /* a power of two */
     size_t nkeys;
+    /* Over a service, in the first TW__P_WHEELS shards: the timeouts of
+     * the records whose first key is here or in a shard of the same
+     * index mod TW__P_WHEELS (ticker.c), and what the tick's advance of
+     * them claimed. */
+    struct tw_wheel *timeouts;
+    struct tw__pwatch *fired;
     char pad[64];
 };
 
 struct tw__pwatch {
     atomic_uint state; /* the word above */
     bool threaded;     /* over a service: the word is changed atomically */
-    atomic_uint refs;
     struct tw_delayed *op;
     struct tw_purgatory *p;
     struct tw__pwatch *next; /* the owner's local lists */
-    union {
-        struct tw_timer timer;    /* over a core wheel */
-        struct tw_handle *handle; /* over a service */
-    } to;
-    int outcome; /* enum tw_delayed_state, set by the claimer */
+    struct tw_timer timer;   /* the timeout, over a core wheel or a service */
+    int outcome;             /* enum tw_delayed_state, set by the claimer */
     unsigned nkeys;
     struct tw__pentry entry[];
 };
 
-/* The gate watch passes through: the low bits count watch calls in
- * progress, this bit says stop has begun. */
-#define TW__P_GATE_CLOSED (UINT64_C(1) << 63)
+/* The counters of a purgatory, kept per stripe (struct tw__pstripe). */
+enum {
+    TW__P_WATCHED,
+    TW__P_AT_ONCE,
+    TW__P_COMPLETED,
+    TW__P_EXPIRED,
+    TW__P_CANCELLED,
+    TW__P_RETURNED,
+    TW__P_NCOUNTS
+};
+
+/* Stripes of counters: a thread keeps to one (given round-robin at its
+ * first call), so that threads on different cores do not write the same
+ * cache line for every watch and completion; stats sums them. */
+#define TW__P_STRIPES 8u
+
+/* One stripe: the watches in progress through the gate (stop waits until
+ * every stripe's count is 0) and the counters; padded as a shard is. */
+struct tw__pstripe {
+    _Atomic uint64_t gate;
+    _Atomic uint64_t count[TW__P_NCOUNTS];
+    char pad[64];
+};
 
 /* Where stop is: stop_state goes RUNNING -> STOPPING (one stop won) ->
  * STOPPED (it has handed everything back and no longer touches p). */
@@ -124,35 +150,59 @@ struct tw_purgatory {
     struct tw_purgatory_timer timer; /* arm NULL: not this one */
     unsigned nshards;                /* a power of two */
     struct tw__pshard *shards;
-    _Atomic uint64_t gate;
-    atomic_int stop_state; /* TW__P_RUNNING, _STOPPING, _STOPPED */
-    _Atomic uint64_t watched, at_once, completed, expired, cancelled, returned;
+    struct tw__ptick *tick; /* over a service (ticker.c) */
+    atomic_bool closed;     /* stop has begun: the gate refuses watches */
+    atomic_int stop_state;  /* TW__P_RUNNING, _STOPPING, _STOPPED */
+    /* Written on every watch and outcome: away from the fields above,
+     * which every call reads. */
+    char pad[64];
+    struct tw__pstripe stripes[TW__P_STRIPES];
 };
+
+/* The calling thread's stripe: 1 + its index, 0 before its first call. */
+extern _Thread_local unsigned tw__p_stripe_ix;
+unsigned tw__p_stripe_assign(void);
+
+static inline struct tw__pstripe *tw__p_stripe(struct tw_purgatory *p)
+{
+    unsigned i = tw__p_stripe_ix;
+
+    if (i == 0)
+        i = tw__p_stripe_assign();
+    return &p->stripes[i - 1];
+}
 
 /*
  * The gate, inline for watch. With one thread no stop can run during a
- * watch: only the closed bit matters. Over a service a refused watch reads
- * the closed bit before it writes, so once stop has closed the gate a
- * refused call never touches the count that stop waits to see fall to
- * zero (a thread can bump it at most once more, if it read the bit just
- * before the close): stop is not held up by the calls it refuses. Watch
- * passes the gate only after its first try failed, when it is about to
- * make a record visible: a watch that completes at once never holds stop.
+ * watch: only the closed flag matters. Over a service a watch counts
+ * itself in on its thread's stripe, then reads the flag; stop sets the
+ * flag, then waits for every stripe's count to fall to zero. Both orders
+ * are sequentially consistent, so either the watch sees the flag (and
+ * leaves) or stop sees its count (and waits for it). A refused watch reads
+ * the flag before it writes, so once stop has closed the gate a refused
+ * call never touches a count that stop waits on (a thread can bump its
+ * count at most once more, if it read the flag just before the close):
+ * stop is not held up by the calls it refuses. Watch passes the gate only
+ * after its first try failed, when it is about to make a record visible: a
+ * watch that completes at once never holds stop.
  */
 static inline bool tw__p_gate_closed(const struct tw_purgatory *p)
 {
-    return atomic_load_explicit(&p->gate, memory_order_relaxed) &
-           TW__P_GATE_CLOSED;
+    return atomic_load_explicit(&p->closed, memory_order_relaxed);
 }
 
 static inline bool tw__p_gate_enter(struct tw_purgatory *p)
 {
+    struct tw__pstripe *st;
+
     if (tw__p_gate_closed(p))
         return false;
     if (!p->threaded)
         return true;
-    if (atomic_fetch_add(&p->gate, 1) & TW__P_GATE_CLOSED) {
-        atomic_fetch_sub(&p->gate, 1);
+    st = tw__p_stripe(p);
+    atomic_fetch_add(&st->gate, 1);
+    if (atomic_load(&p->closed)) {
+        atomic_fetch_sub(&st->gate, 1);
         return false;
     }
     return true;
@@ -161,7 +211,7 @@ static inline bool tw__p_gate_enter(struct tw_purgatory *p)
 static inline void tw__p_gate_leave(struct tw_purgatory *p)
 {
     if (p->threaded)
-        atomic_fetch_sub(&p->gate, 1);
+        atomic_fetch_sub(&tw__p_stripe(p)->gate, 1);
 }
 
 /*
@@ -213,8 +263,8 @@ static inline bool tw__p_call_try(struct tw_purgatory *p, struct tw_delayed *op)
 
 /* The usual check of a key argument: 0, -EINVAL or -E2BIG. */
 int tw__p_key_ok(const void *bytes, size_t len);
-/* Count one on a counter of p. */
-void tw__p_count(const struct tw_purgatory *p, _Atomic uint64_t *c);
+/* Count one on counter c (TW__P_WATCHED...) of p. */
+void tw__p_count(struct tw_purgatory *p, unsigned c);
 /* Free p's shards and p (destroy, once p is stopped). */
 void tw__p_free(struct tw_purgatory *p);
 
@@ -265,22 +315,64 @@ bool tw__p_claim(struct tw__pwatch *w);
 /* Claimer: unlink from every key, cancel the timeout, count, set the
  * operation's state. The operation is not called. */
 void tw__p_detach(struct tw__pwatch *w);
-/* Claimer, after detach and with no lock held: run on_expire and
- * on_complete (completed, expired) or fn (handed back), then drop the
- * lists' reference. */
+/* Unlink the first n entries of w, each under its shard's lock; over a
+ * service, cancel the timeout with the first. */
+void tw__p_unlink_keys(struct tw__pwatch *w, size_t n);
+/* Claimer, after detach and with no lock held: free the record, then run
+ * on_expire and on_complete (completed, expired) or fn (handed back). */
 void tw__p_deliver(struct tw__pwatch *w, tw_delayed_handback_fn *fn, void *ctx);
+/* Free a record that no list, wheel or other thread can reach. */
 void tw__p_put(struct tw__pwatch *w);
 
 /* ---- check.c ---- */
 /* Hand back every record of one shard, waiting for owners and for
  * claimers still detaching, until the shard holds no key (stop). */
-int64_t tw__p_stop_shard(struct tw_purgatory *p, struct tw__pshard *sh,
-                         tw_delayed_handback_fn *fn, void *ctx);
+int64_t tw__p_stop_shard(struct tw__pshard *sh, tw_delayed_handback_fn *fn,
+                         void *ctx);
+
+/* ---- ticker.c ---- */
+struct tw__ptick;
+/* Over a service, the shards that hold a timeout wheel: a wheel costs
+ * about 16 KiB, so a purgatory of many shards shares this many. */
+#define TW__P_WHEELS 16u
+
+static inline unsigned tw__p_nwheels(const struct tw_purgatory *p)
+{
+    return p->nshards < TW__P_WHEELS ? p->nshards : TW__P_WHEELS;
+}
+
+/* The shard whose wheel (and lock) keeps the timeouts of shard sh. */
+static inline struct tw__pshard *tw__p_wheel_shard(struct tw_purgatory *p,
+                                                   struct tw__pshard *sh)
+{
+    return &p->shards[(unsigned)(sh - p->shards) & (TW__P_WHEELS - 1)];
+}
+/* Create p's tick and its shards' wheels (over a service). 0 or -ENOMEM
+ * (what was made is freed by tw__p_tick_free()). */
+int tw__p_tick_create(struct tw_purgatory *p);
+/* Make the service timer fire no later than d (after a watch scheduled a
+ * timeout at d). 0, or the service's refusal. */
+int tw__p_tick_cover(struct tw_purgatory *p, uint64_t d);
+/* Detach the tick from p and cancel its timer (stop, shards empty). */
+void tw__p_tick_stop(struct tw_purgatory *p);
+/* Free the wheels and drop p's reference to the tick (destroy). */
+void tw__p_tick_free(struct tw_purgatory *p);
 
 /* ---- timeout.c ---- */
-/* Arm w's timeout; 0 or a negative code (the record is then untouched). */
+/* A timeout fired: claim a WATCHING record (true) or leave EXPIRE on an
+ * owned one (false; a DONE one is left alone). */
+bool tw__p_expire_or_note(struct tw__pwatch *w);
+/* Over a core wheel or a caller's timer: arm w's timeout; 0 or a negative
+ * code (the record is then untouched). */
 int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns);
-/* Cancel w's timeout (claimer, not from the timer's own callback). */
+/* Over a core wheel or a caller's timer: cancel w's timeout (claimer, not
+ * from the timer's own callback). */
 void tw__p_disarm(struct tw__pwatch *w);
+/* Over a service, sh being the shard of w's first key, locked: schedule
+ * w's timeout in its wheel (returns the deadline, which the caller then
+ * has the tick cover), or cancel it (a no-op if it fired). */
+uint64_t tw__p_arm_shard(struct tw__pwatch *w, struct tw__pshard *sh,
+                         uint64_t timeout_ns);
+void tw__p_disarm_shard(struct tw__pwatch *w, struct tw__pshard *sh);
 
 #endif /* TW_PURGATORY_PRIV_H */

@@ -2,8 +2,8 @@
  * The end of a purgatory: the gate that stop closes, stop, destroy, and
  * the hand-back frames that refuse the calls a hand-back must not make.
  *
- * Stop closes a gate that every watch passes (a count of watches in
- * progress and a closed bit, as the service's schedule gate), waits until
+ * Stop closes a gate that every watch passes (counts of watches in
+ * progress, one per stripe, and a closed flag), waits until
  * no watch is inside, then empties the shards one by one, waiting for
  * records that another thread owns (its try_complete is running) or is
  * still detaching. After that no list holds a record and no watch can add
@@ -63,9 +63,10 @@ bool tw__p_in_handback(const struct tw_purgatory *p, bool stop_only)
 /* Close the gate and wait for the watches inside to leave. */
 static void close_gate(struct tw_purgatory *p)
 {
-    atomic_fetch_or(&p->gate, TW__P_GATE_CLOSED);
-    while (atomic_load(&p->gate) != TW__P_GATE_CLOSED)
-        sched_yield(); /* a watch is still inside */
+    atomic_store(&p->closed, true);
+    for (unsigned i = 0; i < TW__P_STRIPES; i++)
+        while (atomic_load(&p->stripes[i].gate) != 0)
+            sched_yield(); /* a watch is still inside */
 }
 
 /* The stop that won: close, hand everything back, then let go of p. */
@@ -78,8 +79,10 @@ static int64_t run_stop(struct tw_purgatory *p, tw_delayed_handback_fn *fn,
     close_gate(p);
     tw__p_frame_push(&f, p, true);
     for (unsigned i = 0; i < p->nshards; i++)
-        n += tw__p_stop_shard(p, &p->shards[i], fn, ctx);
+        n += tw__p_stop_shard(&p->shards[i], fn, ctx);
     tw__p_frame_pop(&f);
+    if (p->tick) /* every shard is empty: the service timer can go */
+        tw__p_tick_stop(p);
     atomic_store(&p->stop_state, TW__P_STOPPED); /* the last access to p */
     return n;
 }

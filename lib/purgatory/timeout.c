@@ -13,18 +13,14 @@
  * advances is the time before the loop slept (the loop layer's
  * tw_loop_schedule_after() takes a reading for the same reason).
  *
- * Over a service the record keeps the handle that tw_service_submit()
- * returns. The timer callback may run on the worker or an executor thread
- * at any moment after arming, even before the handle is stored, so it
- * reaches the record through a reference of its own and never through the
- * handle. It claims a WATCHING record (and then expires it on its own
- * thread), notes EXPIRE on an owned one (the owner expires it), and leaves
- * a DONE one alone. The timer's reference is dropped by the service's
- * release function, which the service calls exactly once when it lets go
- * of the timer for good (after the callback returned, once a cancelled
- * timer is out of its structures, or at its stop), so the claimer only
- * cancels and releases its handle and never has to know whether the
- * callback is running.
+ * Over a service the record's struct tw_timer goes into the core wheel
+ * of its first key's shard, at the service's clock plus the timeout, under
+ * that shard's lock, and the purgatory's one service timer is made to fire
+ * by then (ticker.c). Its callback advances the wheels on the worker (or
+ * an executor thread): a fired timeout claims a WATCHING record (expired
+ * on that thread), notes EXPIRE on an owned one (the owner expires it),
+ * and leaves a DONE one alone. The claimer cancels the timeout under the
+ * same lock, so a record is never in a wheel once it can be freed.
  */
 #include <errno.h>
 #include <time.h>
@@ -42,9 +38,7 @@ uint64_t tw_purgatory_monotonic(void *ctx)
     return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
 }
 
-/* A WATCHING record is claimed; an owned one is left a note. Returns
- * whether this call claimed it. */
-static bool expire_or_note(struct tw__pwatch *w)
+bool tw__p_expire_or_note(struct tw__pwatch *w)
 {
     unsigned s = atomic_load(&w->state);
 
@@ -73,62 +67,66 @@ static void on_core_timer(struct tw_timer *t, void *arg)
     struct tw__pwatch *w = arg;
 
     (void)t;
-    if (expire_or_note(w))
+    if (tw__p_expire_or_note(w))
         expire(w);
 }
 
-static void on_service_timer(struct tw_handle *h, void *arg)
+/* Over a service, into the wheel that keeps the timeouts of sh, the
+ * shard of w's first key (locked; the wheel's own shard is locked too if
+ * it is another). An empty wheel is first brought to now (it runs
+ * nothing), so that it never walks a long idle gap when the tick next
+ * advances it. The schedule cannot fail: the timer is new and the wheel
+ * has an expiry function. */
+uint64_t tw__p_arm_shard(struct tw__pwatch *w, struct tw__pshard *sh,
+                         uint64_t timeout_ns)
 {
-    struct tw__pwatch *w = arg;
+    struct tw__pshard *wsh = tw__p_wheel_shard(w->p, sh);
+    uint64_t now = tw_service_now(w->p->svc);
+    uint64_t d = tw__add_sat(now, timeout_ns);
 
-    (void)h;
-    if (expire_or_note(w))
-        expire(w);
+    tw_timer_init(&w->timer, NULL, w);
+    if (wsh != sh)
+        tw__p_lock(wsh);
+    if (tw_pending(wsh->timeouts) == 0 && now > tw_now(wsh->timeouts))
+        tw_advance(wsh->timeouts, now);
+    tw_schedule(wsh->timeouts, &w->timer, d);
+    if (wsh != sh)
+        tw__p_unlock(wsh);
+    return d;
 }
 
-/* The service lets go of the timer: drop its reference. */
-static void on_service_release(void *arg)
+void tw__p_disarm_shard(struct tw__pwatch *w, struct tw__pshard *sh)
 {
-    tw__p_put(arg);
+    struct tw__pshard *wsh = tw__p_wheel_shard(w->p, sh);
+
+    if (wsh != sh)
+        tw__p_lock(wsh);
+    tw_cancel(wsh->timeouts, &w->timer);
+    if (wsh != sh)
+        tw__p_unlock(wsh);
 }
 
 int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns)
 {
     struct tw_purgatory *p = w->p;
-    struct tw_timer_spec spec = {
-        .cb = on_service_timer, .arg = w, .release = on_service_release};
-    int rc;
 
     if (p->wheel) {
         uint64_t now = p->now(p->now_ctx), wheel_now = tw_now(p->wheel);
 
-        tw_timer_init(&w->to.timer, on_core_timer, w);
+        tw_timer_init(&w->timer, on_core_timer, w);
         return tw_schedule(
-            p->wheel, &w->to.timer,
+            p->wheel, &w->timer,
             tw__add_sat(now > wheel_now ? now : wheel_now, timeout_ns));
     }
-    if (p->timer.arm)
-        return p->timer.arm(p->timer.ctx, w->op, timeout_ns);
-    spec.deadline = tw__add_sat(tw_service_now(p->svc), timeout_ns);
-    atomic_fetch_add(&w->refs, 1); /* the timer's */
-    rc = tw_service_submit(p->svc, &spec, &w->to.handle);
-    if (rc < 0)
-        atomic_fetch_sub(&w->refs, 1);
-    return rc;
+    return p->timer.arm(p->timer.ctx, w->op, timeout_ns);
 }
 
 void tw__p_disarm(struct tw__pwatch *w)
 {
-    if (w->p->wheel) {
-        tw_cancel(w->p->wheel, &w->to.timer);
-        return;
-    }
-    if (w->p->timer.arm) {
+    if (w->p->wheel)
+        tw_cancel(w->p->wheel, &w->timer);
+    else
         w->p->timer.disarm(w->p->timer.ctx, w->op);
-        return;
-    }
-    tw_handle_cancel(w->to.handle);
-    tw_handle_release(w->to.handle);
 }
 
 int tw_purgatory_expire(struct tw_purgatory *p, struct tw_delayed *op)
@@ -142,7 +140,7 @@ int tw_purgatory_expire(struct tw_purgatory *p, struct tw_delayed *op)
     w = op->watch;
     if (tw_delayed_state(op) != TW_DELAYED_WATCHED || !w || w->p != p)
         return 0;
-    if (!expire_or_note(w))
+    if (!tw__p_expire_or_note(w))
         return 0;
     expire(w);
     return 1;

@@ -103,7 +103,6 @@ static struct tw__pwatch *record_new(struct tw_purgatory *p,
     memset(w, 0, size);
     atomic_init(&w->state, TW__P_OWNED);
     w->threaded = p->threaded;
-    atomic_init(&w->refs, 1);
     w->op = op;
     w->p = p;
     w->nkeys = (unsigned)n;
@@ -112,15 +111,21 @@ static struct tw__pwatch *record_new(struct tw_purgatory *p,
     return w;
 }
 
-static void unlink_first(struct tw__pwatch *w, size_t n)
+/* Link entry i of w on its key. Over a service the first key's shard also
+ * takes the timeout into its wheel, in the same locked section (the
+ * deadline into *due). */
+static int link_one(struct tw__pwatch *w, size_t i, const struct tw_key *key,
+                    uint64_t hash, uint64_t timeout_ns, uint64_t *due)
 {
-    for (size_t i = 0; i < n; i++) {
-        struct tw__pshard *sh = tw__p_shard(w->p, w->entry[i].key->hash);
+    struct tw__pshard *sh = tw__p_shard(w->p, hash);
+    int rc;
 
-        tw__p_lock(sh);
-        tw__p_key_unlink(sh, &w->entry[i]);
-        tw__p_unlock(sh);
-    }
+    tw__p_lock(sh);
+    rc = tw__p_key_link(sh, &w->entry[i], hash, key);
+    if (rc == 0 && i == 0 && w->p->svc)
+        *due = tw__p_arm_shard(w, sh, timeout_ns);
+    tw__p_unlock(sh);
+    return rc;
 }
 
 /* Link w on every key and arm its timeout, or undo all and free w. */
@@ -128,20 +133,19 @@ static int link_and_arm(struct tw__pwatch *w, const struct tw_key *keys,
                         const uint64_t *hash, uint64_t timeout_ns)
 {
     size_t linked = 0;
+    uint64_t due = 0;
     int rc = 0;
 
     while (linked < w->nkeys && rc == 0) {
-        struct tw__pshard *sh = tw__p_shard(w->p, hash[linked]);
-
-        tw__p_lock(sh);
-        rc = tw__p_key_link(sh, &w->entry[linked], hash[linked], &keys[linked]);
-        tw__p_unlock(sh);
+        rc = link_one(w, linked, &keys[linked], hash[linked], timeout_ns, &due);
         linked += rc == 0;
     }
     if (rc == 0)
-        rc = tw__p_arm(w, timeout_ns);
+        rc = w->p->svc ? tw__p_tick_cover(w->p, due) : tw__p_arm(w, timeout_ns);
     if (rc < 0) {
-        unlink_first(w, linked);
+        /* Nobody else touched w (it is owned): its timeout may have
+         * fired and left a note, which goes with it. */
+        tw__p_unlink_keys(w, linked);
         tw__p_put(w);
     }
     return rc;
@@ -154,9 +158,9 @@ static bool at_once(struct tw_purgatory *p, struct tw_delayed *op)
 {
     if (!tw__p_call_try(p, op))
         return false;
-    tw__p_count(p, &p->watched);
-    tw__p_count(p, &p->at_once);
-    tw__p_count(p, &p->completed);
+    tw__p_count(p, TW__P_WATCHED);
+    tw__p_count(p, TW__P_AT_ONCE);
+    tw__p_count(p, TW__P_COMPLETED);
     __atomic_store_n(&op->state, TW_DELAYED_COMPLETED, __ATOMIC_RELEASE);
     op->on_complete(op, op->arg);
     return true;
@@ -195,13 +199,13 @@ int tw_purgatory_watch(struct tw_purgatory *p, struct tw_delayed *op,
         return rc;
     }
     op->watch = w;
-    tw__p_count(p, &p->watched);
+    tw__p_count(p, TW__P_WATCHED);
     if (!tw__p_own_try(w)) {
         tw__p_gate_leave(p);
         return 0;
     }
     if (w->outcome == TW_DELAYED_COMPLETED)
-        tw__p_count(p, &p->at_once);
+        tw__p_count(p, TW__P_AT_ONCE);
     rc = w->outcome == TW_DELAYED_COMPLETED;
     tw__p_detach(w);
     tw__p_gate_leave(p);

@@ -111,7 +111,7 @@ Test(purgatory_service, completed_by_another_thread_cancels_its_timeout)
 
     preq_init(&t.r, p);
     t.r.op.on_complete = complete_records_thread;
-    cr_assert_eq(tw_purgatory_watch(p, &t.r.op, &k, 1, 3600 * SEC), 0);
+    cr_assert_eq(tw_purgatory_watch(p, &t.r.op, &k, 1, 50 * MS), 0);
     atomic_store(&t.r.ready, true);
     cr_assert_eq(pthread_create(&th, NULL, check_in_thread, &c), 0);
     cr_assert_eq(pthread_join(th, NULL), 0);
@@ -119,15 +119,135 @@ Test(purgatory_service, completed_by_another_thread_cancels_its_timeout)
     cr_assert_eq(t.r.completes, 1);
     cr_assert(pthread_equal(t.thread, th), "on_complete ran on the checker");
     stats_are(p, 1, 1, 0, 0, 0, 0, 0);
-    /* The service counts a cancel when its worker has reaped it (within
-     * its reap interval): poll, bounded. */
+    /* Past the timeout, and past the service timer that was armed for it
+     * (its run finds nothing due): nothing expired, nothing ran twice. */
+    sleep_ns(100 * MS);
     for (uint64_t end = now_ns() + 10 * SEC;; sleep_ns(MS)) {
         cr_assert_eq(tw_service_stats(s, &st), 0);
-        if (st.cancelled == 1 || now_ns() > end)
+        if (st.pending == 0 || now_ns() > end)
             break;
     }
-    cr_assert_eq(st.cancelled, 1, "the timeout was cancelled");
-    cr_assert_eq(st.completed, 0, "and never ran");
+    cr_assert_eq(st.pending, 0, "the service timer ran and was let go");
+    cr_assert_eq(t.r.expires, 0, "the timeout was cancelled");
+    cr_assert_eq(t.r.completes, 1);
+    stats_are(p, 1, 1, 0, 0, 0, 0, 0);
+    both_free(p, s);
+}
+
+/* More shards than timeout wheels (a shard past the first 16 keeps its
+ * timeouts in the wheel of a lower one, under that shard's lock): every
+ * timeout still fires on its own, and one completed in time never does,
+ * with two threads watching and checking at once. */
+struct many {
+    struct tw_purgatory *p;
+    struct preq *r;
+    int from, n;
+};
+
+static void *watch_half_then_check(void *arg)
+{
+    struct many *m = arg;
+    char key[16];
+
+    for (int i = m->from; i < m->from + m->n; i++) {
+        struct tw_key k;
+
+        snprintf(key, sizeof(key), "k%d", i);
+        k = pkey(key);
+        preq_init(&m->r[i], m->p);
+        cr_assert_eq(tw_purgatory_watch(m->p, &m->r[i].op, &k, 1,
+                                        (i % 2 ? 30 : 3600) * MS),
+                     0);
+    }
+    /* The even ones (an hour's timeout) complete by a check. */
+    for (int i = m->from; i < m->from + m->n; i += 2) {
+        snprintf(key, sizeof(key), "k%d", i);
+        atomic_store(&m->r[i].ready, true);
+        cr_assert_eq(tw_purgatory_check(m->p, key, strlen(key)), 1);
+    }
+    return NULL;
+}
+
+Test(purgatory_service, more_shards_than_timeout_wheels)
+{
+    enum { N = 512 };
+    struct tw_service *s = service_new(0, 0);
+    struct tw_purgatory_config cfg;
+    struct tw_purgatory *p;
+    static struct preq r[N];
+    struct many m[2];
+    pthread_t th[2];
+
+    tw_purgatory_config_init(&cfg);
+    cfg.service = s;
+    cfg.shards = 256;
+    p = tw_purgatory_create(&cfg, NULL);
+    cr_assert(p);
+    for (int t = 0; t < 2; t++) {
+        m[t] = (struct many){p, r, t * N / 2, N / 2};
+        cr_assert_eq(pthread_create(&th[t], NULL, watch_half_then_check, &m[t]),
+                     0);
+    }
+    for (int t = 0; t < 2; t++)
+        cr_assert_eq(pthread_join(th[t], NULL), 0);
+    for (int i = 0; i < N; i++)
+        wait_for(&r[i].completes, 1, "answered");
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(r[i].expires, i % 2, "request %d", i);
+    stats_are(p, N, N / 2, N / 2, 0, 0, 0, 0);
+    both_free(p, s);
+}
+
+/* A request that records when its on_expire ran. */
+struct xreq {
+    struct preq r;
+    uint64_t t_watch; /* just before the watch call */
+    uint64_t t_expire;
+};
+
+static void expire_records_time(struct tw_delayed *op, void *arg)
+{
+    struct xreq *x = TW_CONTAINER_OF(arg, struct xreq, r);
+
+    x->t_expire = now_ns();
+    expire_cb(op, arg);
+}
+
+/* Many watches share one service timer: the service holds one pending
+ * timer however many timeouts the purgatory holds, and each timeout still
+ * fires at its own time, not before. */
+Test(purgatory_service, one_service_timer_for_every_timeout)
+{
+    enum { N = 200 };
+    struct tw_service *s = service_new(0, 0);
+    struct tw_purgatory *p = purgatory_on(s);
+    struct tw_key k[2] = {pkey("x"), pkey("y")};
+    struct tw_service_stats st;
+    static struct xreq x[N];
+
+    for (int i = 0; i < N; i++) {
+        struct preq *r = &x[i].r;
+
+        preq_init(r, p);
+        r->op.on_expire = expire_records_time;
+        x[i].t_watch = now_ns();
+        /* Short timeouts in reverse order: each new one is earlier than
+         * the service timer armed so far, which must move. */
+        cr_assert_eq(
+            tw_purgatory_watch(p, &r->op, &k[i % 2], 1, (uint64_t)(N - i) * MS),
+            0);
+    }
+    cr_assert_eq(tw_service_stats(s, &st), 0);
+    cr_assert_leq(st.pending, 1, "%llu service timers",
+                  (unsigned long long)st.pending);
+    for (int i = 0; i < N; i++)
+        wait_for(&x[i].r.completes, 1, "expired");
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(x[i].r.expires, 1);
+        cr_assert_geq(x[i].t_expire - x[i].t_watch, (uint64_t)(N - i) * MS,
+                      "timeout %d fired early", i);
+    }
+    stats_are(p, N, 0, N, 0, 0, 0, 0);
     both_free(p, s);
 }
 
@@ -201,22 +321,50 @@ Test(purgatory_service, cancel_key_hands_back_over_the_service)
     both_free(p, s);
 }
 
+static void nop_cb(struct tw_handle *h, void *arg)
+{
+    (void)h;
+    (void)arg;
+}
+
+/* Wait (bounded) until the service holds n pending timers. */
+static void wait_pending(struct tw_service *s, uint64_t n)
+{
+    struct tw_service_stats st;
+
+    for (uint64_t end = now_ns() + 10 * SEC;; sleep_ns(MS)) {
+        cr_assert_eq(tw_service_stats(s, &st), 0);
+        if (st.pending == n || now_ns() > end)
+            break;
+    }
+    cr_assert_eq(st.pending, n, "%llu pending", (unsigned long long)st.pending);
+}
+
 /* The service's refusals come back from watch, and lose nothing. */
 Test(purgatory_service, service_refusals_leave_the_operation_idle)
 {
     struct tw_service *s = service_new(0, 1);
     struct tw_purgatory *p = purgatory_on(s);
     struct tw_key k = pkey("k");
+    struct tw_handle *other;
     struct preq r[2];
 
+    /* A service full of another user's timer: the purgatory's needs a
+     * service timer and is refused. */
+    cr_assert_eq(tw_service_schedule(s, 3600 * SEC, nop_cb, NULL, &other), 0);
     preq_init(&r[0], p);
     preq_init(&r[1], p);
-    cr_assert_eq(tw_purgatory_watch(p, &r[0].op, &k, 1, 3600 * SEC), 0);
-    cr_assert_eq(tw_purgatory_watch(p, &r[1].op, &k, 1, 3600 * SEC), -EAGAIN,
+    cr_assert_eq(tw_purgatory_watch(p, &r[0].op, &k, 1, 3600 * SEC), -EAGAIN,
                  "max_pending");
-    cr_assert_eq(tw_delayed_state(&r[1].op), TW_DELAYED_IDLE);
-    stats_are(p, 1, 0, 0, 0, 0, 1, 1);
-    cr_assert_eq(tw_purgatory_stop(p, preq_handback, NULL), 1);
+    cr_assert_eq(tw_delayed_state(&r[0].op), TW_DELAYED_IDLE);
+    stats_are(p, 0, 0, 0, 0, 0, 0, 0);
+    cr_assert_eq(tw_handle_cancel_release(other), 1);
+    wait_pending(s, 0);
+    /* One service timer covers both watches (max_pending is 1). */
+    cr_assert_eq(tw_purgatory_watch(p, &r[0].op, &k, 1, 3600 * SEC), 0);
+    cr_assert_eq(tw_purgatory_watch(p, &r[1].op, &k, 1, 3600 * SEC), 0);
+    stats_are(p, 2, 0, 0, 0, 0, 2, 1);
+    cr_assert_eq(tw_purgatory_stop(p, preq_handback, NULL), 2);
     cr_assert_eq(tw_purgatory_destroy(p), 0);
     /* A stopped service: -ESHUTDOWN. */
     p = purgatory_on(s);
