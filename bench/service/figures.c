@@ -355,7 +355,7 @@ void fig_rearm(const struct impl *im, const struct sizes *sz, int warmup)
 /* Bytes the allocator has handed out and not had back. jemalloc counts
  * whole size classes, and blocks cached per thread as allocated (a few
  * hundred KB at most, under 1 byte a timer at 10^6). */
-static uint64_t allocated_bytes(void)
+uint64_t allocated_bytes(void)
 {
 #ifdef TW_ALLOC_LIBC
     return mallinfo2().uordblks;

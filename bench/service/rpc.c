@@ -107,22 +107,6 @@ static uint64_t rss_bytes(void)
     return (uint64_t)res * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-static uint64_t alloc_bytes(void)
-{
-#ifdef TW_ALLOC_LIBC
-    return mallinfo2().uordblks;
-#else
-    uint64_t epoch = 1;
-    size_t len = sizeof(epoch), bytes = 0;
-
-    mallctl("epoch", &epoch, &len, &epoch, len);
-    len = sizeof(bytes);
-    if (mallctl("stats.allocated", &bytes, &len, NULL, 0))
-        return 0;
-    return bytes;
-#endif
-}
-
 /* Give unused pages back to the system. */
 static void purge(void)
 {
@@ -183,7 +167,7 @@ struct samples {
 static void sample(struct samples *m, uint64_t rss0, uint64_t a0, uint64_t n)
 {
     double rss = ((double)rss_bytes() - (double)rss0) / (double)n;
-    double al = ((double)alloc_bytes() - (double)a0) / (double)n;
+    double al = ((double)allocated_bytes() - (double)a0) / (double)n;
 
     m->rss_sum += rss;
     m->alloc_sum += al;
@@ -252,11 +236,11 @@ static void rpc_cell(const struct impl *im, unsigned np, uint64_t n)
     rpc_caught_up(s);
     purge();
     rss0 = rss_bytes();
-    a0 = alloc_bytes();
+    a0 = allocated_bytes();
     rpc_start(p, np, s, n, &phase, &filled);
     rpc_caught_up(s);
     stat[0] = ((double)rss_bytes() - (double)rss0) / (double)n;
-    stat[1] = ((double)alloc_bytes() - (double)a0) / (double)n;
+    stat[1] = ((double)allocated_bytes() - (double)a0) / (double)n;
     t0 = now_ns();
     c0 = cpu_ns();
     atomic_store(&phase, 1);

@@ -65,6 +65,8 @@ void fig_lateness(const struct impl *im, const struct sizes *sz);
 void fig_wakeups(const struct impl *im, const struct sizes *sz);
 void fig_flood(const struct impl *im, const struct sizes *sz);
 void fig_fire(const struct impl *im, const struct sizes *sz);
+/* figures.c: bytes the allocator has handed out and not had back. */
+uint64_t allocated_bytes(void);
 /* fresh.c: a producer thread new to the service against a warm one. */
 void fig_fresh(const struct impl *im, const struct sizes *sz, int warmup);
 /* rpc.c: the RPC pattern (steady churn of outstanding requests). */
