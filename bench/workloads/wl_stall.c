@@ -12,7 +12,7 @@
  * programs take the processor, a few ms at a time on a shared machine);
  * reported: the median, 99th and 99.99th percentile and the longest call,
  * and for the sliced variants the longest stretch of calls at one tick
- * (first call's start to last call's end), which is how much later than
+ * (the sum of its calls' times), which is how much later than
  * its tick a timer may fire when the loop calls again at once, and the most
  * calls one tick needed.
  */
@@ -29,14 +29,20 @@
 #define MIN_DELAY_NS UINT64_C(1000000)       /* 1 ms */
 #define MAX_DELAY_NS UINT64_C(3600000000000) /* 1 h */
 
-static const char *const variants[] = {"whole", "sliced", "sliced-cpu"};
+/* Reads per call of the floor variant: a twelfth of what one sliced call
+ * may touch (64 callbacks and 128 units, each a cold timer at worst). */
+#define FLOOR_READS 16
+
+static const char *const variants[] = {"whole", "sliced", "sliced-cpu",
+                                       "floor-cpu"};
 
 struct stall {
     uint64_t n;
     uint64_t *deadline;
     uint64_t run, work; /* the sliced advance's budgets */
     bool sliced;
-    bool cpu; /* time calls by the thread's CPU clock */
+    bool cpu;   /* time calls by the thread's CPU clock */
+    bool floor; /* the machine's floor: reads, no wheel */
 };
 
 /* The calls of one repetition, in ns. */
@@ -62,8 +68,9 @@ static void *stall_prepare(const struct bench_params *p, unsigned variant,
     s->n = n;
     s->run = p->slice_run;
     s->work = p->slice_work;
-    s->sliced = variant >= 1;
-    s->cpu = variant == 2;
+    s->sliced = variant == 1 || variant == 2;
+    s->cpu = variant >= 2;
+    s->floor = variant == 3;
     rng_init(&r, p->seed, "stall", n);
     for (uint64_t i = 0; i < n; i++)
         s->deadline[i] = rng_range(&r, MIN_DELAY_NS, MAX_DELAY_NS);
@@ -86,15 +93,19 @@ static void record(struct calls *c, uint64_t ns)
     c->ns[c->n++] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
 }
 
-/* One tick's calls: one whole advance, or sliced ones until none is left. */
+/* One tick's calls: one whole advance, or sliced ones until none is left.
+ * Each call is timed alone: recording it (which may grow the array and
+ * fault in its pages) happens between the clock readings, not inside. */
 static void tick(const struct stall *s, const struct impl *im, void *ctx,
                  uint64_t now, struct calls *c)
 {
     uint64_t (*now_ns)(void) = s->cpu ? clock_cpu_ns : clock_now_ns;
-    uint64_t first = now_ns(), t0 = first, t1, k = 0;
+    uint64_t spent = 0, k = 0;
     bool more;
 
     do {
+        uint64_t t0 = now_ns(), t1;
+
         more = false;
         if (s->sliced)
             c->fired += im->advance_sliced(ctx, now, s->run, s->work, &more);
@@ -102,11 +113,11 @@ static void tick(const struct stall *s, const struct impl *im, void *ctx,
             c->fired += im->advance(ctx, now, UINT64_MAX);
         t1 = now_ns();
         record(c, t1 - t0);
-        t0 = t1;
+        spent += t1 - t0;
         k++;
     } while (more);
-    if (t1 - first > c->spread_max && k > 1)
-        c->spread_max = t1 - first;
+    if (spent > c->spread_max && k > 1)
+        c->spread_max = spent;
     if (k > c->calls_max)
         c->calls_max = k;
 }
@@ -125,11 +136,11 @@ static double pct(const struct calls *c, double p)
     return c->ns[i];
 }
 
-static void stall_once(const struct stall *s, const struct impl *im,
-                       struct wl_result *out, bool timed)
+/* The loop through the hour over the implementation's timers. */
+static void wheel_calls(const struct stall *s, const struct impl *im,
+                        struct wl_result *out, struct calls *c)
 {
     void *ctx = wl_create(im, s->n, 6, out);
-    struct calls c = {0};
 
     if (!ctx)
         return;
@@ -137,16 +148,72 @@ static void stall_once(const struct stall *s, const struct impl *im,
         im->schedule(ctx, (uint32_t)i, s->deadline[i]);
     for (uint64_t now = MIN_DELAY_NS; now <= MAX_DELAY_NS;
          now += MIN_DELAY_NS) {
-        tick(s, im, ctx, now, &c);
+        tick(s, im, ctx, now, c);
         if (now % (1000 * MIN_DELAY_NS) == 0 &&
             stop_check((double)now / (double)MAX_DELAY_NS))
             break;
     }
     im->destroy(ctx);
-    if (!stop_hit()) {
-        wl_check_fired(out, 0, c.fired, s->n);
-        qsort(c.ns, c.n, sizeof(*c.ns), cmp_u32);
+    if (!stop_hit())
+        wl_check_fired(out, 0, c->fired, s->n);
+}
+
+/* The floor: one call a tick of the hour (fewer below 10^6 timers), each
+ * FLOOR_READS dependent reads along a random cycle through n nodes of
+ * node_size bytes (Sattolo's shuffle: one cycle through them all). */
+static void floor_calls(const struct stall *s, const struct impl *im,
+                        struct calls *c)
+{
+    size_t stride = im->node_size / sizeof(uint32_t);
+    uint64_t ticks = MAX_DELAY_NS / MIN_DELAY_NS, at = 0;
+    uint64_t calls = s->n >= 1000000 ? ticks : ticks * s->n / 1000000;
+    uint32_t *mem = calloc(s->n, stride * sizeof(uint32_t));
+    struct rng r;
+
+    if (!mem) {
+        fprintf(stderr, "twbench: stall: out of memory at n=%llu\n",
+                (unsigned long long)s->n);
+        exit(1);
     }
+    rng_init(&r, 1, "stall-floor", s->n);
+    for (uint64_t i = 0; i < s->n; i++)
+        mem[i * stride] = (uint32_t)i;
+    for (uint64_t i = s->n - 1; i > 0; i--) {
+        uint64_t j = rng_range(&r, 0, i - 1);
+        uint32_t t = mem[i * stride];
+
+        mem[i * stride] = mem[j * stride];
+        mem[j * stride] = t;
+    }
+    for (uint64_t k = 0; k < calls && !stop_hit(); k++) {
+        uint64_t t0 = clock_cpu_ns(), t1;
+
+        for (unsigned i = 0; i < FLOOR_READS; i++)
+            at = mem[at * stride];
+        t1 = clock_cpu_ns();
+        record(c, t1 - t0);
+        if (k % 3600 == 0)
+            stop_check((double)k / (double)calls);
+    }
+    c->fired = at; /* keeps the reads */
+    free(mem);
+}
+
+static void stall_once(const struct stall *s, const struct impl *im,
+                       struct wl_result *out, bool timed)
+{
+    struct calls c = {0};
+
+    if (s->floor)
+        floor_calls(s, im, &c);
+    else
+        wheel_calls(s, im, out, &c);
+    if (!c.n) {
+        free(c.ns);
+        return;
+    }
+    if (!stop_hit())
+        qsort(c.ns, c.n, sizeof(*c.ns), cmp_u32);
     if (!stop_hit() && timed) {
         wl_add(out, 0, c.ns[c.n - 1]);
         wl_add(out, 1, pct(&c, 0.9999));
@@ -177,6 +244,11 @@ static void stall_run(void *seq, const struct impl *im, struct wl_plan *plan,
                     "3.6 million buckets an hour (see scale, ns_per_fire)");
         return;
     }
+    if (s->floor && strcmp(im->name, "hier") != 0) {
+        wl_note_all(out, &wl_stall,
+                    "not run: the machine's floor, once, in hier's row");
+        return;
+    }
     if (s->sliced && !im->advance_sliced) {
         wl_note_all(out, &wl_stall,
                     "not run: no sliced advance (its whole advance is the "
@@ -185,7 +257,13 @@ static void stall_run(void *seq, const struct impl *im, struct wl_plan *plan,
     }
     if (!scale_fits(im, s->n, 8, out, &wl_stall))
         return;
-    if (!s->sliced) {
+    if (s->floor) {
+        wl_note(out, 0, "no wheel: %d dependent reads at random in N "
+                        "timers' bytes per call",
+                FLOOR_READS);
+        wl_note(out, 4, "only for the sliced advance");
+        wl_note(out, 5, "only for the sliced advance");
+    } else if (!s->sliced) {
         wl_note(out, 4, "only for the sliced advance");
         wl_note(out, 5, "only for the sliced advance");
     } else {
@@ -229,7 +307,10 @@ const struct workload wl_stall = {
         "sliced). Every call is timed on the real clock: median, 99th, "
         "99.99th percentile and longest call; variant sliced-cpu times the "
         "same calls by the thread's CPU clock, which leaves out the time "
-        "other programs hold the processor. For the sliced advance also "
+        "other programs hold the processor; variant floor-cpu (hier's row) "
+        "is the machine's own figure, no wheel: calls of 16 dependent "
+        "reads at random in as many bytes as the N timers, timed alike. "
+        "For the sliced advance also "
         "the longest stretch of calls one tick needed (the most a timer "
         "fires after its tick when the loop calls again at once, beyond the "
         "tick itself) and the most calls.",
