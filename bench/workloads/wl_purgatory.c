@@ -16,7 +16,14 @@
  *
  * Two threads, the library's wheel only: a purgatory over the service
  * (its worker expires in real time), each thread replaying half of the
- * requests (by parity) on the shared keys as fast as it can.
+ * requests (by parity) on the shared keys, twice: as fast as it can (the
+ * "flood": its timeouts are real time while the replay runs several times
+ * faster than the sequence, so each key holds several times the watchers
+ * the sequence has), and paced: the sequence's clock compressed
+ * PURG_2T_SPEEDUP times, timeouts included, so every key holds what it
+ * holds in the one-thread run (arrivals, completions and timeouts keep
+ * their proportions, as in Kafka's own test, which paces arrivals in real
+ * time).
  *
  * Reported: requests per second of the thread's CPU time with one thread
  * (what one core sustains, however loaded the machine), CPU ns per
@@ -25,8 +32,9 @@
  * requests per second of wall time and per second of the process's CPU
  * time (both replaying threads, the service's worker and the main thread,
  * from their start until every request has its answer: what the two-thread
- * run costs in CPU however loaded the machine, comparable with the
- * one-thread figure).
+ * run costs in CPU however loaded the machine), and for the paced run the
+ * requests per CPU second, comparable with the one-thread figure, and how
+ * far behind its pace the replay fell at most.
  */
 #include <math.h>
 #include <pthread.h>
@@ -50,6 +58,16 @@
 /* The two-thread run replays at most this many requests (it keeps one
  * operation per request, none reused). */
 #define PURG_2T_MAX UINT64_C(1000000)
+/* The paced two-thread run replays the sequence this many times faster
+ * than its own clock (10^6 requests a second by default), timeouts
+ * shortened alike. */
+#ifndef PURG_2T_SPEEDUP
+#define PURG_2T_SPEEDUP 10
+#endif
+/* A paced thread sleeps when it is this far ahead of its pace, and reads
+ * the clock once in this many of its events (about 16 us of its pace). */
+#define PURG_2T_AHEAD_NS UINT64_C(1000000)
+#define PURG_2T_CLOCK_EVERY 16u
 /* One completing event in this many is timed for the p99. */
 #define PURG_SAMPLE 8
 
@@ -416,14 +434,43 @@ struct run2 {
     struct tw_purgatory *p;
     struct req2 *req;
     uint64_t n;
+    uint64_t speedup;  /* 0: as fast as it goes; else the pace */
+    uint64_t timeout;  /* the watches' timeout, ns */
+    uint64_t start;    /* the replay's start, clock_now_ns() */
     atomic_uint_fast64_t done;
 };
 
 struct half {
     struct run2 *x;
-    unsigned parity;
+    struct event *ev; /* this thread's events, in order */
+    uint64_t nev;
     bool failed;
+    uint64_t behind; /* most ns an event came after its paced time */
+    unsigned events; /* replayed so far, for PURG_2T_CLOCK_EVERY */
 };
+
+/* Paced: wait for event e's time on the compressed clock, sleeping only
+ * when a millisecond or more ahead; note how late e is otherwise. Checked
+ * at one event in PURG_2T_CLOCK_EVERY: the clock costs as much as a third
+ * of a watch. */
+static void pace(struct half *h, const struct event *e)
+{
+    struct run2 *x = h->x;
+    uint64_t at, now;
+
+    if (h->events++ % PURG_2T_CLOCK_EVERY)
+        return;
+    at = x->start + e->time / x->speedup;
+    now = clock_now_ns();
+    if (now + PURG_2T_AHEAD_NS <= at) {
+        struct timespec ts = {(time_t)((at - now) / 1000000000u),
+                              (long)((at - now) % 1000000000u)};
+
+        nanosleep(&ts, NULL);
+    } else if (now > at && now - at > h->behind) {
+        h->behind = now - at;
+    }
+}
 
 static bool try2(struct tw_delayed *op, void *arg)
 {
@@ -445,13 +492,13 @@ static void *replay_half(void *arg)
     struct run2 *x = h->x;
     struct purgatory *g = x->g;
 
-    for (uint64_t k = 0; k < g->nev; k++) {
-        const struct event *e = &g->ev[k];
+    for (uint64_t k = 0; k < h->nev; k++) {
+        const struct event *e = &h->ev[k];
         struct req2 *r = &x->req[e->req];
         struct tw_key key[3];
 
-        if (e->req >= x->n || e->req % 2 != h->parity)
-            continue;
+        if (x->speedup)
+            pace(h, e);
         if (e->kind == EV_COMPLETE) {
             uint16_t kk = g->keys[e->req][0];
 
@@ -463,10 +510,32 @@ static void *replay_half(void *arg)
             key[i] = (struct tw_key){g->names[g->keys[e->req][i]],
                                      g->lens[g->keys[e->req][i]]};
         if (tw_purgatory_watch(x->p, &r->op, key, g->nkeys[e->req],
-                               g->timeout) < 0)
+                               x->timeout) < 0)
             h->failed = true;
     }
     return NULL;
+}
+
+/* Deal the events of the first x->n requests to the two halves by the
+ * request's parity, before the clock starts. Returns false without
+ * memory. */
+static bool deal(struct run2 *x, struct half h[2])
+{
+    const struct purgatory *g = x->g;
+
+    for (int i = 0; i < 2; i++) {
+        h[i].nev = 0;
+        h[i].ev = malloc(g->nev * sizeof(*h[i].ev));
+        if (!h[i].ev)
+            return false;
+    }
+    for (uint64_t k = 0; k < g->nev; k++) {
+        const struct event *e = &g->ev[k];
+
+        if (e->req < x->n)
+            h[e->req % 2].ev[h[e->req % 2].nev++] = *e;
+    }
+    return true;
 }
 
 /* CPU time of the whole process: every thread, the service's included. */
@@ -489,29 +558,46 @@ static void wait_answers(struct run2 *x, uint64_t end)
         nanosleep(&nap, NULL);
 }
 
-/* Two threads over the service: requests per second of wall time and per
- * second of process CPU time into rate[0] and rate[1] (0 if not run). */
-static void twice(struct purgatory *g, struct wl_result *out, double rate[2])
+/* Notes metrics first..last of out. */
+static void note_range(struct wl_result *out, unsigned first, unsigned last,
+                       const char *what, unsigned long long a,
+                       unsigned long long b)
+{
+    for (unsigned m = first; m <= last; m++)
+        wl_note(out, m, what, a, b);
+}
+
+/* Two threads over the service, as fast as they go (speedup 0) or paced:
+ * requests per second of wall time and per second of process CPU time
+ * into rate[0] and rate[1] (0 if not run), the most a paced replay fell
+ * behind into *behind_ns. Notes go to metrics first..last. */
+static void twice(struct purgatory *g, struct wl_result *out,
+                  uint64_t speedup, unsigned first, unsigned last,
+                  double rate[2], uint64_t *behind_ns)
 {
     struct tw_service_config scfg;
     struct tw_purgatory_config pcfg;
     struct tw_service *s;
-    struct run2 x = {.g = g};
-    struct half h[2] = {{&x, 0, false}, {&x, 1, false}};
+    struct run2 x = {.g = g, .speedup = speedup};
+    struct half h[2] = {{.x = &x}, {.x = &x}};
     pthread_t th[2];
     uint64_t t0, t1, c0, c1;
 
     rate[0] = rate[1] = 0;
+    *behind_ns = 0;
     x.n = g->requests < PURG_2T_MAX ? g->requests : PURG_2T_MAX;
+    x.timeout = speedup ? g->timeout / speedup : g->timeout;
     x.req = calloc(x.n, sizeof(*x.req));
     tw_service_config_init(&scfg, TW_HIER);
     s = tw_service_create(&scfg, NULL);
     tw_purgatory_config_init(&pcfg);
     pcfg.service = s;
     x.p = s ? tw_purgatory_create(&pcfg, NULL) : NULL;
-    if (!x.req || !x.p) {
-        wl_note(out, 3, "not run: no memory for the service run");
-        wl_note(out, 4, "not run: no memory for the service run");
+    if (!x.req || !x.p || !deal(&x, h)) {
+        free(h[0].ev);
+        free(h[1].ev);
+        note_range(out, first, last, "not run: no memory for the service run",
+                   0, 0);
         free(x.req);
         tw_service_destroy(s);
         return;
@@ -519,30 +605,32 @@ static void twice(struct purgatory *g, struct wl_result *out, double rate[2])
     for (uint64_t i = 0; i < x.n; i++)
         tw_delayed_init(&x.req[i].op, try2, done2, NULL, &x);
     c0 = process_cpu_ns();
-    t0 = clock_now_ns();
+    t0 = x.start = clock_now_ns();
     for (int i = 0; i < 2; i++)
         pthread_create(&th[i], NULL, replay_half, &h[i]);
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
     t1 = clock_now_ns();
     /* The rest expire on the worker, in real time. */
-    wait_answers(&x, t1 + 10 * g->timeout + UINT64_C(2000000000));
+    wait_answers(&x, t1 + 10 * x.timeout + UINT64_C(2000000000));
     c1 = process_cpu_ns();
     if (atomic_load(&x.done) != x.n || h[0].failed || h[1].failed)
-        for (unsigned m = 3; m <= 4; m++)
-            wl_note(out, m, "WRONG: %llu of %llu requests answered",
-                    (unsigned long long)atomic_load(&x.done),
-                    (unsigned long long)x.n);
+        note_range(out, first, last, "WRONG: %llu of %llu requests answered",
+                   (unsigned long long)atomic_load(&x.done),
+                   (unsigned long long)x.n);
     tw_purgatory_destroy(x.p);
     tw_service_destroy(s);
     free(x.req);
+    free(h[0].ev);
+    free(h[1].ev);
     if (x.n < g->requests)
-        for (unsigned m = 3; m <= 4; m++)
-            wl_note(out, m, "the first %llu requests (one operation each)",
-                    (unsigned long long)x.n);
+        note_range(out, first, last,
+                   "the first %llu requests (one operation each)",
+                   (unsigned long long)x.n, 0);
     rate[0] = (double)x.n * 1e9 / (double)(t1 - t0);
     if (c1 > c0)
         rate[1] = (double)x.n * 1e9 / (double)(c1 - c0);
+    *behind_ns = h[0].behind > h[1].behind ? h[0].behind : h[1].behind;
 }
 
 static void purgatory_run(void *seq, const struct impl *im,
@@ -550,19 +638,23 @@ static void purgatory_run(void *seq, const struct impl *im,
 {
     struct purgatory *g = seq;
     double rate[2];
+    uint64_t behind;
 
     /* The two-thread run once per cell, in its first call, before the
      * repetitions: the runner plans the next call from the last
      * repetition's time (wl_plan.rep_ns). */
     if (strcmp(im->name, "hier") != 0) {
-        for (unsigned m = 3; m <= 4; m++)
-            wl_note(out, m,
-                    "not run: the two-thread run is over the service, "
-                    "which runs the library's wheel (see hier)");
+        note_range(out, 3, 6,
+                   "not run: the two-thread run is over the service, "
+                   "which runs the library's wheel (see hier)",
+                   0, 0);
     } else if (plan->round == 0) {
-        twice(g, out, rate);
+        twice(g, out, 0, 3, 4, rate, &behind);
         wl_add(out, 3, rate[0]);
         wl_add(out, 4, rate[1]);
+        twice(g, out, PURG_2T_SPEEDUP, 5, 6, rate, &behind);
+        wl_add(out, 5, rate[1]);
+        wl_add(out, 6, (double)behind / 1e6);
     }
     if (plan->warmup)
         once1(g, im, out, false);
@@ -593,6 +685,11 @@ static const struct wl_metric metrics[] = {
     {"requests_per_cpu_s_2threads", "requests/s", true,
      "Purgatory throughput, two threads over the service, requests per "
      "CPU second of the process (every thread, the service's included)"},
+    {"requests_per_cpu_s_2threads_paced", "requests/s", true,
+     "Purgatory throughput, two threads over the service, paced at the "
+     "sequence's clock x10, requests per CPU second of the process"},
+    {"behind_ms_2threads_paced", "ms", false,
+     "Purgatory, two threads paced, most an event came after its time, ms"},
 };
 
 const struct workload wl_purgatory = {
@@ -618,7 +715,13 @@ const struct workload wl_purgatory = {
         "most 10^6 requests, in real time from the start of both threads "
         "until both have replayed their half, and in the process's CPU "
         "time (both threads, the service's worker, the main thread "
-        "sleeping) from their start until every request has its answer.",
+        "sleeping) from their start until every request has its answer. "
+        "That flood replays several times faster than the sequence's clock "
+        "while its timeouts are real time, so every key holds several "
+        "times the watchers it holds with one thread; the paced run keeps "
+        "the sequence's proportions: its clock compressed 10 times, "
+        "timeouts (20 ms) included, in the process's CPU time, with how "
+        "far behind its pace the replay fell at most.",
     .x_label = "requests",
     .nvariants = 1,
     .sizes = {[SUITE_QUICK] = {1000000},
