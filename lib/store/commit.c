@@ -17,9 +17,11 @@
  *     restart, and the number of timers held, so that tw_store_count() is
  *     exact after a restart without a scan.
  *  2. write and sync.
- *  3. apply (on success: NEW timers inside the window are armed, the others
- *     leave memory; dead targets leave) or undo (on failure: NEW timers
- *     leave memory, targets live again), then the done callbacks.
+ *  3. apply (on success: dead targets leave, then NEW timers inside the
+ *     window are armed in key order, so that those already overdue reach
+ *     the due queue oldest first, and the others leave memory) or undo (on
+ *     failure: NEW timers leave memory, targets live again), then the done
+ *     callbacks.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -166,6 +168,12 @@ static void apply_schedule(struct tw_store *s, struct tw__op *op, uint64_t now)
     op->e = NULL;
 }
 
+/* Removals first, in the order they came (each has its own target), so
+ * that the room they free is there for the schedules. Then the schedules
+ * in key order, the order of the sorted notes (one put each): those
+ * already overdue go to the due queue in the order they are armed, and
+ * armed in the order they came they would go out a later deadline before
+ * an earlier one (a batch whose sync outlasted its deadlines). */
 static void apply(struct tw_store *s, struct tw__op *ops, size_t n)
 {
     uint64_t now = tw__real_ns();
@@ -173,18 +181,17 @@ static void apply(struct tw_store *s, struct tw__op *ops, size_t n)
     for (size_t i = 0; i < n; i++) {
         struct tw__op *op = &ops[i];
 
-        if (op->kind == TW__OP_SCHEDULE) {
-            apply_schedule(s, op, now);
-        } else if (op->err == 0) {
-            if (op->e) {
-                tw__table_remove(&s->table, op->e);
-                if (op->e->state == TW__NEW)
-                    tw__entry_free(op->e); /* a placeholder */
-                else
-                    tw__window_drop(s, op->e);
-            }
+        if (op->kind != TW__OP_SCHEDULE && op->err == 0 && op->e) {
+            tw__table_remove(&s->table, op->e);
+            if (op->e->state == TW__NEW)
+                tw__entry_free(op->e); /* a placeholder */
+            else
+                tw__window_drop(s, op->e);
         }
     }
+    for (size_t i = 0; i < s->nwrites; i++)
+        if (!s->writes[i].del)
+            apply_schedule(s, &s->wq[s->writes[i].idx], now);
 }
 
 static void undo(struct tw_store *s, struct tw__op *ops, size_t n, int rc)

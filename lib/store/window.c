@@ -9,7 +9,8 @@
  *       holds it rather than re-firing anything;
  *   the due queue (DUE), in the order timers fell due; the loader appends
  *       overdue timers in key order, so after a restart the oldest deadline
- *       goes first;
+ *       goes first, and so does a commit (commit.c) with the timers of its
+ *       batch that are overdue by the time it is durable;
  *   delivered (DELIVERED), waiting for an ack.
  * The loader moves window_end forward, reading the database in key order
  * from window_end, while fewer than window_max timers are in memory and the

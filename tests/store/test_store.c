@@ -161,6 +161,45 @@ Test(store, overdue_after_restart_oldest_first_at_bounded_rate)
     cr_assert_eq(tw_store_close(s), 0);
 }
 
+/* Timers already overdue when their batch becomes durable go out oldest
+ * first too, whatever order they were scheduled in (a slow disk or a
+ * loaded machine can let every deadline of a batch pass before its
+ * commit); a cancel in the same batch takes its timer out of the line. */
+Test(store, overdue_in_one_batch_oldest_first)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s;
+    struct tw_store_id id;
+    uint64_t base = st_real() - 1000 * ST_MS;
+    enum { N = 64 };
+
+    tw_store_config_init(&cfg);
+    cfg.commit_ns = 3600000 * ST_MS; /* one batch, closed by the sync */
+    s = st_open_cfg(dir, &rec, &cfg);
+    /* One delivered first: the worker has loaded its window, so the batch
+     * below falls inside it (before that, its timers would be left to the
+     * loader, which reads in key order anyway). */
+    cr_assert_eq(
+        tw_store_schedule_at(s, base - ST_MS, "w", 1, NULL, NULL, NULL), 0);
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(st_wait(&rec, &rec.n, 1, 10000), 1);
+    /* 37 is prime to 64: every deadline once, in a shuffled order. */
+    for (uint64_t i = 0; i < N; i++)
+        cr_assert_eq(tw_store_schedule_at(s, base + (i * 37 % N) * ST_MS, &i,
+                                          sizeof i, NULL, NULL, &id),
+                     0);
+    cr_assert_eq(tw_store_cancel(s, id, NULL, NULL), 0);
+    cr_assert_eq(st_get(&rec, &rec.n), 1, "the batch closed before the sync");
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(st_wait(&rec, &rec.n, N, 10000), N);
+    for (size_t i = 1; i < N; i++)
+        cr_assert_lt(rec.id[i - 1].deadline_ns, rec.id[i].deadline_ns,
+                     "not oldest first at %zu", i);
+    for (size_t i = 0; i < N; i++)
+        cr_assert_neq(rec.id[i].seq, id.seq, "the cancelled one delivered");
+    cr_assert_eq(tw_store_close(s), 0);
+}
+
 Test(store, unacked_deliveries_are_bounded_by_the_window)
 {
     struct tw_store_config cfg;
