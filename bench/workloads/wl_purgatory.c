@@ -16,14 +16,17 @@
  *
  * Two threads, the library's wheel only: a purgatory over the service
  * (its worker expires in real time), each thread replaying half of the
- * requests (by parity) on the shared keys, twice: as fast as it can (the
- * "flood": its timeouts are real time while the replay runs several times
- * faster than the sequence, so each key holds several times the watchers
- * the sequence has), and paced: the sequence's clock compressed
- * PURG_2T_SPEEDUP times, timeouts included, so every key holds what it
- * holds in the one-thread run (arrivals, completions and timeouts keep
- * their proportions, as in Kafka's own test, which paces arrivals in real
- * time).
+ * requests (by parity) on the shared keys as fast as it can, twice: with
+ * the sequence's timeout in real time (the "flood": the replay runs
+ * several times faster than the sequence's clock, so the timed-out
+ * requests stay watched over several times as many arrivals, and every
+ * key holds several times the watchers it holds in the one-thread run),
+ * and "scaled": each watch's timeout is the sequence's, scaled by how fast
+ * this thread has replayed the sequence so far (its sequence time over
+ * its real time), so that a timeout spans the share of the sequence it
+ * spans on one thread; a replay that slows down gets shorter timeouts,
+ * so the scaling steadies itself. Both runs count the tries per check
+ * (the bench's own try_complete), which shows whether the keys held alike.
  *
  * Reported: requests per second of the thread's CPU time with one thread
  * (what one core sustains, however loaded the machine), CPU ns per
@@ -32,9 +35,9 @@
  * requests per second of wall time and per second of the process's CPU
  * time (both replaying threads, the service's worker and the main thread,
  * from their start until every request has its answer: what the two-thread
- * run costs in CPU however loaded the machine), and for the paced run the
- * requests per CPU second, comparable with the one-thread figure, and how
- * far behind its pace the replay fell at most.
+ * run costs in CPU however loaded the machine); for the scaled run the
+ * requests per CPU second of the process, the figure comparable with the
+ * one-thread one; and tries per check for the one-thread and scaled runs.
  */
 #include <math.h>
 #include <pthread.h>
@@ -58,15 +61,8 @@
 /* The two-thread run replays at most this many requests (it keeps one
  * operation per request, none reused). */
 #define PURG_2T_MAX UINT64_C(1000000)
-/* The paced two-thread run replays the sequence this many times faster
- * than its own clock (10^6 requests a second by default), timeouts
- * shortened alike. */
-#ifndef PURG_2T_SPEEDUP
-#define PURG_2T_SPEEDUP 10
-#endif
-/* A paced thread sleeps when it is this far ahead of its pace, and reads
- * the clock once in this many of its events (about 16 us of its pace). */
-#define PURG_2T_AHEAD_NS UINT64_C(1000000)
+/* A scaled replay reads the clock for its speed once in this many
+ * watches, and gives no timeout shorter than a tick. */
 #define PURG_2T_CLOCK_EVERY 16u
 /* One completing event in this many is timed for the p99. */
 #define PURG_SAMPLE 8
@@ -219,7 +215,7 @@ struct run1 {
     uint32_t *fifo;     /* requests in arrival (= deadline) order */
     uint64_t *fifo_due; /* and the tick their timeout is due */
     uint64_t head, tail;
-    uint64_t now, fired, expired, completed;
+    uint64_t now, fired, expired, completed, checks;
     uint64_t t_event;            /* clock at the sampled check */
     uint64_t *lat, nlat, maxlat; /* sampled delays */
 };
@@ -241,9 +237,14 @@ static void disarm(void *ctx, struct tw_delayed *op)
     x->im->cancel(x->ctx, (uint32_t)(r - x->req));
 }
 
+/* Tries of the bench's try_complete on this thread (each thread sums
+ * its own: a shared counter would add its own contention). */
+static _Thread_local uint64_t tries;
+
 static bool try_ready(struct tw_delayed *op, void *arg)
 {
     (void)arg;
+    tries++;
     return TW_CONTAINER_OF(op, struct req, op)->ready;
 }
 
@@ -312,6 +313,7 @@ static void complete1(struct run1 *x, uint32_t id)
         x->t_event = clock_now_ns();
     x->completed +=
         (uint64_t)tw_purgatory_check(x->p, g->names[key], g->lens[key]);
+    x->checks++;
 }
 
 /* The whole replay; false if the hard stop cut it. */
@@ -404,6 +406,7 @@ static void once1(struct purgatory *g, const struct impl *im,
     }
     /* CPU time of this thread: what one core does, whatever else the
      * (shared) machine runs meanwhile. */
+    tries = 0;
     t0 = clock_cpu_ns();
     whole = replay1(&x);
     t1 = clock_cpu_ns();
@@ -419,6 +422,8 @@ static void once1(struct purgatory *g, const struct impl *im,
     wl_add(out, 0, (double)g->requests * 1e9 / (double)(t1 - t0));
     wl_add(out, 1, (double)(t1 - t0) / (double)g->requests);
     wl_add(out, 2, p99(x.lat, x.nlat));
+    if (x.checks)
+        wl_add(out, 8, (double)tries / (double)x.checks);
 }
 
 /* ---- two threads, over the service ----------------------------------------
@@ -434,9 +439,8 @@ struct run2 {
     struct tw_purgatory *p;
     struct req2 *req;
     uint64_t n;
-    uint64_t speedup;  /* 0: as fast as it goes; else the pace */
-    uint64_t timeout;  /* the watches' timeout, ns */
-    uint64_t start;    /* the replay's start, clock_now_ns() */
+    bool scaled;    /* timeouts scaled by the replay's speed */
+    uint64_t start; /* the replay's start, clock_now_ns() */
     atomic_uint_fast64_t done;
 };
 
@@ -445,36 +449,37 @@ struct half {
     struct event *ev; /* this thread's events, in order */
     uint64_t nev;
     bool failed;
-    uint64_t behind; /* most ns an event came after its paced time */
-    unsigned events; /* replayed so far, for PURG_2T_CLOCK_EVERY */
+    uint64_t timeout; /* the watches' timeout now, ns */
+    unsigned watches; /* made so far, for PURG_2T_CLOCK_EVERY */
+    uint64_t tries, checks;
 };
 
-/* Paced: wait for event e's time on the compressed clock, sleeping only
- * when a millisecond or more ahead; note how late e is otherwise. Checked
- * at one event in PURG_2T_CLOCK_EVERY: the clock costs as much as a third
- * of a watch. */
-static void pace(struct half *h, const struct event *e)
+/* The timeout of a watch made at sequence time e->time: the sequence's,
+ * in a scaled run times this thread's real time so far over the sequence
+ * time it has replayed (read once in PURG_2T_CLOCK_EVERY watches: the
+ * clock costs as much as a third of a watch), at least a tick. */
+static uint64_t timeout_for(struct half *h, const struct event *e)
 {
     struct run2 *x = h->x;
-    uint64_t at, now;
 
-    if (h->events++ % PURG_2T_CLOCK_EVERY)
-        return;
-    at = x->start + e->time / x->speedup;
-    now = clock_now_ns();
-    if (now + PURG_2T_AHEAD_NS <= at) {
-        struct timespec ts = {(time_t)((at - now) / 1000000000u),
-                              (long)((at - now) % 1000000000u)};
+    if (!x->scaled)
+        return x->g->timeout;
+    if (h->watches++ % PURG_2T_CLOCK_EVERY == 0) {
+        double real = (double)(clock_now_ns() - x->start);
+        double seq =
+            e->time > BENCH_TICK_NS ? (double)e->time : (double)BENCH_TICK_NS;
 
-        nanosleep(&ts, NULL);
-    } else if (now > at && now - at > h->behind) {
-        h->behind = now - at;
+        h->timeout = (uint64_t)((double)x->g->timeout * real / seq);
+        if (h->timeout < BENCH_TICK_NS)
+            h->timeout = BENCH_TICK_NS;
     }
+    return h->timeout;
 }
 
 static bool try2(struct tw_delayed *op, void *arg)
 {
     (void)arg;
+    tries++;
     return atomic_load_explicit(&TW_CONTAINER_OF(op, struct req2, op)->ready,
                                 memory_order_acquire);
 }
@@ -497,22 +502,22 @@ static void *replay_half(void *arg)
         struct req2 *r = &x->req[e->req];
         struct tw_key key[3];
 
-        if (x->speedup)
-            pace(h, e);
         if (e->kind == EV_COMPLETE) {
             uint16_t kk = g->keys[e->req][0];
 
             atomic_store_explicit(&r->ready, true, memory_order_release);
             tw_purgatory_check(x->p, g->names[kk], g->lens[kk]);
+            h->checks++;
             continue;
         }
         for (unsigned i = 0; i < g->nkeys[e->req]; i++)
             key[i] = (struct tw_key){g->names[g->keys[e->req][i]],
                                      g->lens[g->keys[e->req][i]]};
         if (tw_purgatory_watch(x->p, &r->op, key, g->nkeys[e->req],
-                               x->timeout) < 0)
+                               timeout_for(h, e)) < 0)
             h->failed = true;
     }
+    h->tries = tries;
     return NULL;
 }
 
@@ -567,26 +572,28 @@ static void note_range(struct wl_result *out, unsigned first, unsigned last,
         wl_note(out, m, what, a, b);
 }
 
-/* Two threads over the service, as fast as they go (speedup 0) or paced:
- * requests per second of wall time and per second of process CPU time
- * into rate[0] and rate[1] (0 if not run), the most a paced replay fell
- * behind into *behind_ns. Notes go to metrics first..last. */
-static void twice(struct purgatory *g, struct wl_result *out,
-                  uint64_t speedup, unsigned first, unsigned last,
-                  double rate[2], uint64_t *behind_ns)
+/* What one two-thread run measured (0 where it did not run). */
+struct run2_figures {
+    double per_s, per_cpu_s; /* requests per second of wall, of CPU time */
+    double tries_per_check;
+};
+
+/* Two threads over the service, as fast as they go, with the sequence's
+ * timeout or (scaled) with timeouts scaled by the replay's speed. Notes go
+ * to metrics first..last. */
+static void twice(struct purgatory *g, struct wl_result *out, bool scaled,
+                  unsigned first, unsigned last, struct run2_figures *f)
 {
     struct tw_service_config scfg;
     struct tw_purgatory_config pcfg;
     struct tw_service *s;
-    struct run2 x = {.g = g, .speedup = speedup};
+    struct run2 x = {.g = g, .scaled = scaled};
     struct half h[2] = {{.x = &x}, {.x = &x}};
     pthread_t th[2];
     uint64_t t0, t1, c0, c1;
 
-    rate[0] = rate[1] = 0;
-    *behind_ns = 0;
+    *f = (struct run2_figures){0};
     x.n = g->requests < PURG_2T_MAX ? g->requests : PURG_2T_MAX;
-    x.timeout = speedup ? g->timeout / speedup : g->timeout;
     x.req = calloc(x.n, sizeof(*x.req));
     tw_service_config_init(&scfg, TW_HIER);
     s = tw_service_create(&scfg, NULL);
@@ -612,7 +619,7 @@ static void twice(struct purgatory *g, struct wl_result *out,
         pthread_join(th[i], NULL);
     t1 = clock_now_ns();
     /* The rest expire on the worker, in real time. */
-    wait_answers(&x, t1 + 10 * x.timeout + UINT64_C(2000000000));
+    wait_answers(&x, t1 + 10 * g->timeout + UINT64_C(2000000000));
     c1 = process_cpu_ns();
     if (atomic_load(&x.done) != x.n || h[0].failed || h[1].failed)
         note_range(out, first, last, "WRONG: %llu of %llu requests answered",
@@ -627,34 +634,36 @@ static void twice(struct purgatory *g, struct wl_result *out,
         note_range(out, first, last,
                    "the first %llu requests (one operation each)",
                    (unsigned long long)x.n, 0);
-    rate[0] = (double)x.n * 1e9 / (double)(t1 - t0);
+    f->per_s = (double)x.n * 1e9 / (double)(t1 - t0);
     if (c1 > c0)
-        rate[1] = (double)x.n * 1e9 / (double)(c1 - c0);
-    *behind_ns = h[0].behind > h[1].behind ? h[0].behind : h[1].behind;
+        f->per_cpu_s = (double)x.n * 1e9 / (double)(c1 - c0);
+    if (h[0].checks + h[1].checks)
+        f->tries_per_check = (double)(h[0].tries + h[1].tries) /
+                             (double)(h[0].checks + h[1].checks);
 }
 
 static void purgatory_run(void *seq, const struct impl *im,
                           struct wl_plan *plan, struct wl_result *out)
 {
     struct purgatory *g = seq;
-    double rate[2];
-    uint64_t behind;
+    struct run2_figures f;
 
     /* The two-thread run once per cell, in its first call, before the
      * repetitions: the runner plans the next call from the last
      * repetition's time (wl_plan.rep_ns). */
     if (strcmp(im->name, "hier") != 0) {
-        note_range(out, 3, 6,
+        note_range(out, 3, 7,
                    "not run: the two-thread run is over the service, "
                    "which runs the library's wheel (see hier)",
                    0, 0);
     } else if (plan->round == 0) {
-        twice(g, out, 0, 3, 4, rate, &behind);
-        wl_add(out, 3, rate[0]);
-        wl_add(out, 4, rate[1]);
-        twice(g, out, PURG_2T_SPEEDUP, 5, 6, rate, &behind);
-        wl_add(out, 5, rate[1]);
-        wl_add(out, 6, (double)behind / 1e6);
+        twice(g, out, false, 3, 5, &f);
+        wl_add(out, 3, f.per_s);
+        wl_add(out, 4, f.per_cpu_s);
+        wl_add(out, 5, f.tries_per_check);
+        twice(g, out, true, 6, 7, &f);
+        wl_add(out, 6, f.per_cpu_s);
+        wl_add(out, 7, f.tries_per_check);
     }
     if (plan->warmup)
         once1(g, im, out, false);
@@ -685,11 +694,17 @@ static const struct wl_metric metrics[] = {
     {"requests_per_cpu_s_2threads", "requests/s", true,
      "Purgatory throughput, two threads over the service, requests per "
      "CPU second of the process (every thread, the service's included)"},
-    {"requests_per_cpu_s_2threads_paced", "requests/s", true,
-     "Purgatory throughput, two threads over the service, paced at the "
-     "sequence's clock x10, requests per CPU second of the process"},
-    {"behind_ms_2threads_paced", "ms", false,
-     "Purgatory, two threads paced, most an event came after its time, ms"},
+    {"tries_per_check_2threads", "tries", false,
+     "Purgatory, two threads over the service, try_complete calls per "
+     "check"},
+    {"requests_per_cpu_s_2threads_scaled", "requests/s", true,
+     "Purgatory throughput, two threads over the service, timeouts scaled "
+     "by the replay's speed, requests per CPU second of the process"},
+    {"tries_per_check_2threads_scaled", "tries", false,
+     "Purgatory, two threads, timeouts scaled, try_complete calls per "
+     "check"},
+    {"tries_per_check", "tries", false,
+     "Purgatory, one thread, try_complete calls per check"},
 };
 
 const struct workload wl_purgatory = {
@@ -718,10 +733,14 @@ const struct workload wl_purgatory = {
         "sleeping) from their start until every request has its answer. "
         "That flood replays several times faster than the sequence's clock "
         "while its timeouts are real time, so every key holds several "
-        "times the watchers it holds with one thread; the paced run keeps "
-        "the sequence's proportions: its clock compressed 10 times, "
-        "timeouts (20 ms) included, in the process's CPU time, with how "
-        "far behind its pace the replay fell at most.",
+        "times the watchers it holds with one thread. The scaled run "
+        "replays as fast, with each watch's timeout scaled by how fast its "
+        "thread has replayed the sequence so far, so that the keys hold "
+        "what they hold with one thread: the figure comparable with the "
+        "one-thread one, in the process's CPU time. Tries per check (calls "
+        "of the bench's try_complete per tw_purgatory_check()) are counted "
+        "in the one-thread, flood and scaled runs and show whether the keys "
+        "held alike.",
     .x_label = "requests",
     .nvariants = 1,
     .sizes = {[SUITE_QUICK] = {1000000},

@@ -258,8 +258,9 @@ static void stall_run(void *seq, const struct impl *im, struct wl_plan *plan,
     if (!scale_fits(im, s->n, 8, out, &wl_stall))
         return;
     if (s->floor) {
-        wl_note(out, 0, "no wheel: %d dependent reads at random in N "
-                        "timers' bytes per call",
+        wl_note(out, 0,
+                "no wheel: %d dependent reads at random in N "
+                "timers' bytes per call",
                 FLOOR_READS);
         wl_note(out, 4, "only for the sliced advance");
         wl_note(out, 5, "only for the sliced advance");

@@ -49,7 +49,7 @@ struct wl_metric {
 /* Metrics in this unit exist only where the instruction counter works. */
 #define WL_UNIT_INSTRUCTIONS "instructions"
 
-#define WL_MAX_METRICS 8
+#define WL_MAX_METRICS 10
 #define WL_MAX_REPS 64
 #define WL_NOTE 320
 

@@ -78,8 +78,13 @@ extern "C" {
 /* Longest key, in bytes: far above a Kafka topic-partition name (249 bytes
  * of topic and a partition number), low enough that a key copy is cheap. */
 #define TW_PURGATORY_MAX_KEY_LEN 4096u
-/* Default and largest number of watch-list shards. */
+/* Default number of watch-list shards over a core wheel or a caller's
+ * timer (one thread: the shards only split the table), over a service
+ * (threads: each shard is a lock, and with two threads flat out 16 of
+ * them made the threads wait for each other in the kernel about once in
+ * 15 lock takings; Kafka's purgatory has 512), and the largest number. */
 #define TW_PURGATORY_DEFAULT_SHARDS 16u
+#define TW_PURGATORY_DEFAULT_SERVICE_SHARDS 512u
 #define TW_PURGATORY_MAX_SHARDS 4096u
 
 struct tw_purgatory; /* opaque */
@@ -161,8 +166,10 @@ typedef uint64_t tw_purgatory_now_fn(void *ctx);
  *           them, so the service's max_pending bounds that timer, not
  *           the watches.
  *  timer    the caller's own timer (copied; one thread, as a wheel).
- *  shards   watch-list shards (locks), 0 for the default; rounded up to a
- *           power of two, at most TW_PURGATORY_MAX_SHARDS.
+ *  shards   watch-list shards (locks), 0 for the default of the mode
+ *           (TW_PURGATORY_DEFAULT_SERVICE_SHARDS over a service,
+ *           TW_PURGATORY_DEFAULT_SHARDS otherwise); rounded up to a power
+ *           of two, at most TW_PURGATORY_MAX_SHARDS.
  * The purgatory does not own the wheel or the service: destroy the
  * purgatory first.
  */
@@ -193,8 +200,8 @@ struct tw_purgatory_stats {
     uint64_t keys;      /* distinct keys with at least one watcher */
 };
 
-/* Fill cfg with: no wheel, no service, no timer, no now, the default
- * shards. NULL: no-op. */
+/* Fill cfg with: no wheel, no service, no timer, no now, shards 0 (the
+ * default of the mode). NULL: no-op. */
 TW_PUBLIC void tw_purgatory_config_init(struct tw_purgatory_config *cfg);
 
 /*

@@ -54,8 +54,7 @@ void tw__p_count(struct tw_purgatory *p, unsigned which)
 void tw_purgatory_config_init(struct tw_purgatory_config *cfg)
 {
     if (cfg)
-        *cfg =
-            (struct tw_purgatory_config){.shards = TW_PURGATORY_DEFAULT_SHARDS};
+        *cfg = (struct tw_purgatory_config){0};
 }
 
 static unsigned round_pow2(unsigned n)
@@ -89,8 +88,9 @@ static int config_ok(const struct tw_purgatory_config *cfg)
 
 static struct tw_purgatory *create(const struct tw_purgatory_config *cfg)
 {
-    unsigned n =
-        round_pow2(cfg->shards ? cfg->shards : TW_PURGATORY_DEFAULT_SHARDS);
+    unsigned dflt = cfg->service ? TW_PURGATORY_DEFAULT_SERVICE_SHARDS
+                                 : TW_PURGATORY_DEFAULT_SHARDS;
+    unsigned n = round_pow2(cfg->shards ? cfg->shards : dflt);
     struct tw_purgatory *p = tw_alloc(sizeof(*p));
 
     if (!p)
