@@ -202,3 +202,56 @@ Test(purgatory_alloc, watch_fails_cleanly_at_every_allocation)
     cr_assert_eq(tw_destroy(w), 0);
     cr_assert_eq(atomic_load(&live_blocks), 0);
 }
+
+/* Bytes that creating a purgatory with cfg takes (and destroying gives
+ * back). */
+static long create_bytes(struct tw_purgatory_config cfg)
+{
+    long before = atomic_load(&live_bytes), taken;
+    struct tw_purgatory *p = tw_purgatory_create(&cfg, NULL);
+
+    cr_assert_not_null(p);
+    taken = atomic_load(&live_bytes) - before;
+    cr_assert_eq(tw_purgatory_destroy(p), 0);
+    cr_assert_eq(atomic_load(&live_bytes), before);
+    return taken;
+}
+
+/* shards 0 is the mode's default: 512 over a service (threads take the
+ * locks), 16 over a core wheel (one thread). Each count is told apart by
+ * the memory its shards take. */
+Test(purgatory_alloc, default_shards_follow_the_mode)
+{
+    struct tw_service_config scfg;
+    struct tw_purgatory_config cfg;
+    struct tw_service *s;
+    struct tw_wheel *w;
+    long dflt, few;
+
+    install();
+    tw_service_config_init(&scfg, TW_HIER);
+    s = tw_service_create(&scfg, NULL);
+    cr_assert_not_null(s);
+    tw_purgatory_config_init(&cfg);
+    cr_assert_eq(cfg.shards, 0u);
+    cfg.service = s;
+    dflt = create_bytes(cfg);
+    cfg.shards = TW_PURGATORY_DEFAULT_SERVICE_SHARDS;
+    cr_assert_eq(create_bytes(cfg), dflt);
+    cfg.shards = TW_PURGATORY_DEFAULT_SHARDS;
+    few = create_bytes(cfg);
+    cr_assert_lt(few, dflt);
+    cr_assert_eq(tw_service_destroy(s), 0);
+
+    w = wheel_new(TW_HIER);
+    tw_purgatory_config_init(&cfg);
+    cfg.wheel = w;
+    cfg.now = wheel_clock;
+    cfg.now_ctx = w;
+    dflt = create_bytes(cfg);
+    cfg.shards = TW_PURGATORY_DEFAULT_SHARDS;
+    cr_assert_eq(create_bytes(cfg), dflt);
+    cfg.shards = TW_PURGATORY_DEFAULT_SERVICE_SHARDS;
+    cr_assert_gt(create_bytes(cfg), dflt);
+    cr_assert_eq(tw_destroy(w), 0);
+}
