@@ -699,7 +699,7 @@ static const struct wl_metric metrics[] = {
      "check"},
     {"requests_per_cpu_s_2threads_scaled", "requests/s", true,
      "Purgatory throughput, two threads over the service, timeouts scaled "
-     "by the replay's speed, requests per CPU second of the process"},
+     "by the replay speed, requests per CPU second of the process"},
     {"tries_per_check_2threads_scaled", "tries", false,
      "Purgatory, two threads, timeouts scaled, try_complete calls per "
      "check"},
