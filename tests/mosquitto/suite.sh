@@ -54,6 +54,13 @@ if [ $# = 0 ]; then
         "$dir/Makefile" | sed 's|^\s*\./||')
 fi
 chown -R "$uid:$uid" "$tree"
+# Every directory above TREE must let that uid through (a clone under
+# `mktemp -d` does not: 0700): say so once instead of failing each script.
+if ! setpriv --reuid="$uid" --regid="$uid" --clear-groups test -x "$dir"; then
+    echo "suite.sh: uid $uid cannot reach $dir: a directory above it is" \
+         "not searchable by others (chmod o+x it, e.g. a mktemp -d parent)" >&2
+    exit 1
+fi
 : > "$out"
 for t in "$@"; do
     start=$(date +%s.%N)
