@@ -97,7 +97,11 @@
  * reference for it if it finds TW__ORPHAN; whichever of the two swaps comes
  * second does the dropping. So the worker may read a handle whose message
  * it takes (from a ring or cancelq) until its own swap, and afterwards only
- * if the handle is in the wheel (its custody).
+ * if the handle is in the wheel (its custody). A handle cancelled while in
+ * the wheel needs no swap: only the worker, its holder, could set
+ * TW__ORPHAN, and no one moves a CANCELLED word, so the worker clears
+ * TW__CQ with a plain store and lets go of it at once (worker.c,
+ * take_cancel).
  *
  * A re-arm to a later deadline only writes the deadline: when the wheel
  * fires the timer at the old one, the worker sees the new one and puts it

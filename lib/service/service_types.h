@@ -48,8 +48,9 @@ enum tw__hstate {
  * a re-arm's store), so a canceller spends no read-modify-write on it; a
  * cancel that then finds no way to send (no ring slot, and no node for
  * cancelq: out of memory) clears it again in its store of CANCELLED, which
- * no one can see before (handle.c). Cleared by the worker's
- * compare-and-swap when it takes the message. */
+ * no one can see before (handle.c). Cleared by the worker when it takes
+ * the message: by compare-and-swap, or by a plain store for a timer
+ * cancelled in the wheel, whose word no one else moves (take_cancel). */
 #define TW__CQ 0x20u
 /* The service let go of the handle while TW__CQ was set: the worker drops
  * the service's reference when it takes the message (service.h, "Custody"). */

@@ -102,6 +102,31 @@ void tw__worker_notify(struct tw_service *s, uint64_t due)
  * than TW__REAP_NS (it said so when it went to sleep), so a canceller reads
  * no clock. */
 
+/*
+ * The commonest message: h was cancelled while in the wheel, its word w
+ * (settled). Nothing but us moves that word any more: CANCELLED is final
+ * to every cancel and re-arm, and only the one who holds h lets go of it
+ * (the swap that sets TW__ORPHAN), which for a timer in the wheel is us.
+ * So TW__CQ is cleared with a plain store, not the compare-and-swap of
+ * take_message(): a locked instruction waits for every store before it to
+ * reach the cache, here the previous message's unlink, which writes two
+ * neighbours in the wheel that no cache holds, and the swap held 97 % of
+ * take_message's time in a cancel burst (perf; docs/service.md). With
+ * TW__CQ cleared and no TW__ORPHAN, tw__handle_drop() would only call the
+ * release hook and drop the service's reference after reading the word
+ * again: that is done here, 14 instructions fewer a message.
+ */
+static void take_cancel(struct tw_service *s, struct tw_handle *h, uint32_t w)
+{
+    tw_release_fn *release = tw__release(h);
+
+    tw__handle_put(h, w & ~TW__CQ, TW__CANCELLED, false);
+    tw_cancel(s->wheel, &h->timer);
+    if (release)
+        release(tw__arg(h));
+    tw__handle_unref(h);
+}
+
 /* A message about h, which is ours if it is still in the wheel: unlink it
  * if cancelled, move it if re-armed earlier. Anywhere else, whoever holds it
  * sees the state and the deadline for itself, and may free it as soon as
@@ -113,6 +138,10 @@ static void take_message(struct tw_service *s, struct tw_handle *h)
     uint32_t w = tw__handle_settle(h);
     bool in_wheel = tw_timer_pending(&h->timer); /* only we change it */
 
+    if (in_wheel && tw__st(w) == TW__CANCELLED) {
+        take_cancel(s, h, w);
+        return;
+    }
     /* Clear TW__CQ in the word we act on: a cancel or re-arm after this
      * sends a message of its own. */
     tw__hb_release(h);
