@@ -192,9 +192,7 @@ TW_PUBLIC int tw_rearm(struct tw_wheel *w, struct tw_timer *t,
      * not deferred (see fast_level()). */
     if (!t->link.next || deadline <= w->fast_ns)
         return rearm_slow(w, t, deadline);
-    p = w->place;
-    while (deadline > p->last_ns)
-        p++;
+    p = fast_level(w, deadline);
     s = tw__place_slot(p, deadline);
     lo = p->org_ns + s * p->width_ns; /* the new slot's first deadline */
     /* Still in the same slot, as when an idle timeout moves a little
