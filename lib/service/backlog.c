@@ -90,13 +90,6 @@ void tw__backlog_publish(struct tw_service *s, uint64_t now)
         atomic_store_explicit(&s->reap_bound, bound, memory_order_relaxed);
 }
 
-/* Messages r's producer (this thread) pushed that the worker has not taken. */
-static size_t unreaped(const struct tw__ring *r)
-{
-    return atomic_load_explicit(&r->tail, memory_order_relaxed) -
-           atomic_load_explicit(&r->head, memory_order_relaxed);
-}
-
 void tw__backlog_reaped(struct tw_service *s)
 {
     cmm_smp_mb(); /* our takes before the look at the waiters: wait_reap() */
@@ -129,7 +122,7 @@ static void wait_reap(struct tw_service *s, const struct tw__ring *r,
     pthread_mutex_lock(&s->lock);
     s->kicked = true;
     pthread_cond_signal(&s->wake);
-    while (unreaped(r) >= bound && !tw__stopping(s))
+    while (tw__ring_untaken(r) >= bound && !tw__stopping(s))
         if (pthread_cond_timedwait(&s->reap_done, &s->lock, &ts) == ETIMEDOUT)
             break;
     pthread_mutex_unlock(&s->lock);
@@ -158,7 +151,7 @@ void tw__backlog_check(struct tw_service *s, struct tw__rings *r)
 {
     size_t bound =
         (size_t)atomic_load_explicit(&s->reap_bound, memory_order_relaxed);
-    size_t left = unreaped(&r->msgs), grown;
+    size_t left = tw__ring_untaken(&r->msgs), grown;
     size_t head = atomic_load_explicit(&r->msgs.head, memory_order_relaxed);
 
     if (r->asked != head + 1) { /* the worker took some since we looked */

@@ -86,6 +86,14 @@ static inline bool tw__ring_push(struct tw__ring *r, struct tw_handle *h)
     return true;
 }
 
+/* Producer: how many of its pushes the consumer has not taken yet (a
+ * snapshot: the consumer may take more meanwhile; backlog.c). */
+static inline size_t tw__ring_untaken(const struct tw__ring *r)
+{
+    return atomic_load_explicit(&r->tail, memory_order_relaxed) -
+           atomic_load_explicit(&r->head, memory_order_relaxed);
+}
+
 /* Consumer: how many handles are ready now. */
 static inline size_t tw__ring_ready(struct tw__ring *r)
 {
