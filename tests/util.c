@@ -117,6 +117,14 @@ struct tw_service *default_service(enum tw_mode mode)
     return service_pool(mode, 0);
 }
 
+struct tw_service_stats service_stats(struct tw_service *s)
+{
+    struct tw_service_stats st;
+
+    cr_assert_eq(tw_service_stats(s, &st), 0);
+    return st;
+}
+
 uint64_t now_ns(void)
 {
     struct timespec ts;

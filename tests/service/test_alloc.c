@@ -43,14 +43,6 @@ static void wait_runs(int n)
     }
 }
 
-static struct tw_service_stats stats(struct tw_service *s)
-{
-    struct tw_service_stats st;
-
-    cr_assert_eq(tw_service_stats(s, &st), 0);
-    return st;
-}
-
 /* A working service: one timer runs, then stop and destroy give every
  * block back. */
 static void works_and_goes(struct tw_service *s)
@@ -173,8 +165,8 @@ static int try_schedule(void *ctx)
     rc = schedule(c->s, c->how, &c->h);
     if (rc) {
         cr_assert_null(c->h);
-        cr_assert_eq(stats(c->s).scheduled, c->before.scheduled);
-        cr_assert_eq(stats(c->s).pending, 0);
+        cr_assert_eq(service_stats(c->s).scheduled, c->before.scheduled);
+        cr_assert_eq(service_stats(c->s).pending, 0);
         cr_assert_eq(atomic_load(&releases), 0);
     }
     return rc;
@@ -193,7 +185,7 @@ static int try_schedule(void *ctx)
  * is, no timer is left to make another thread allocate or free. */
 static void schedule_fails_cleanly(struct tw_service *s, enum how how)
 {
-    struct sched c = {s, how, NULL, stats(s)};
+    struct sched c = {s, how, NULL, service_stats(s)};
     int before = atomic_load(&runs);
 
     cr_assert_eq(alloc_fail_each(try_schedule, &c), 1,
@@ -202,7 +194,7 @@ static void schedule_fails_cleanly(struct tw_service *s, enum how how)
     cr_assert_geq(tw_handle_cancel(c.h), 0);
     tw_handle_release(c.h);
     alloc_wait_watched_freed("the handle");
-    cr_assert_eq(stats(s).pending, 0, "a timer stayed pending");
+    cr_assert_eq(service_stats(s).pending, 0, "a timer stayed pending");
 }
 
 static void schedules_fail_cleanly(enum tw_mode mode, unsigned threads)
@@ -325,7 +317,8 @@ Test(service_alloc, let_go_with_a_message_queued, .init = counted)
     }
     wait_runs(1);
     cr_assert_eq(atomic_load(&rearmed), 1, "B was re-armed before it ran");
-    for (uint64_t give_up = now_ns() + PATIENCE; stats(s).pending > 0;) {
+    for (uint64_t give_up = now_ns() + PATIENCE;
+         service_stats(s).pending > 0;) {
         cr_assert_lt(now_ns(), give_up, "B stayed pending");
         sleep_ns(MS);
     }

@@ -52,14 +52,6 @@ static void counted(void)
     alloc_install(false);
 }
 
-static struct tw_service_stats stats(struct tw_service *s)
-{
-    struct tw_service_stats st;
-
-    cr_assert_eq(tw_service_stats(s, &st), 0);
-    return st;
-}
-
 /* Schedule one timer an hour out and cancel it at once, n times; the most
  * blocks held beyond `base` at any count. */
 static unsigned long stream(struct tw_service *s, unsigned long n,
@@ -192,12 +184,12 @@ Test(service_backlog, slow_stream_costs_no_wakeup_per_cancel, .init = counted)
 
     cr_assert_eq(tw_service_schedule(s, HOUR, count_run, NULL, NULL), 0);
     sleep_ns(20 * MS); /* the worker asleep until the hour */
-    before = stats(s).wakeups;
+    before = service_stats(s).wakeups;
     stream(s, 1000, alloc_live());
     sleep_ns(20 * MS);
-    cr_assert_leq(stats(s).wakeups - before, 20,
+    cr_assert_leq(service_stats(s).wakeups - before, 20,
                   "%llu wake-ups for 1000 cancels",
-                  (unsigned long long)(stats(s).wakeups - before));
+                  (unsigned long long)(service_stats(s).wakeups - before));
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 
@@ -221,13 +213,13 @@ Test(service_backlog, cancel_burst_alone_wakes_no_worker, .init = counted)
     for (int i = 0; i < 51100; i++)
         cr_assert_eq(tw_service_schedule(s, HOUR, count_run, NULL, &h[i]), 0);
     sleep_ns(20 * MS); /* taken in; the worker asleep until the hour */
-    before = stats(s).wakeups;
+    before = service_stats(s).wakeups;
     for (int i = 0; i < 51100; i++)
         cr_assert_eq(tw_handle_cancel_release(h[i]), 1);
     sleep_ns(20 * MS);
-    cr_assert_leq(stats(s).wakeups - before, BURST_WAKEUPS,
+    cr_assert_leq(service_stats(s).wakeups - before, BURST_WAKEUPS,
                   "%llu wake-ups for a burst of 51100 cancels",
-                  (unsigned long long)(stats(s).wakeups - before));
+                  (unsigned long long)(service_stats(s).wakeups - before));
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 

@@ -35,17 +35,9 @@ static void guarded(void)
     alloc_install(true);
 }
 
-static struct tw_service_stats stats(struct tw_service *s)
-{
-    struct tw_service_stats st;
-
-    cr_assert_eq(tw_service_stats(s, &st), 0);
-    return st;
-}
-
 static void identity(struct tw_service *s)
 {
-    struct tw_service_stats st = stats(s);
+    struct tw_service_stats st = service_stats(s);
 
     cr_assert_eq(
         st.scheduled, st.completed + st.cancelled + st.returned + st.pending,
@@ -127,8 +119,8 @@ Test(service_cancelq, cancels_without_rings_reap_through_the_queue,
             tw_handle_release(h);
     }
     wait_for(&releases, N + 1, "cancelled timers let go of");
-    cr_assert_eq(stats(s).cancelled, (uint64_t)N + 1);
-    cr_assert_eq(stats(s).pending, 0);
+    cr_assert_eq(service_stats(s).cancelled, (uint64_t)N + 1);
+    cr_assert_eq(service_stats(s).pending, 0);
     identity(s);
     cr_assert_eq(atomic_load(&runs), 0);
     gone(s);
@@ -155,16 +147,16 @@ static void cancel_without_node(struct tw_service *s)
     cr_assert_eq(alloc_live(), held, "and not had");
     cr_assert_eq(tw_handle_query(h), TW_HANDLE_CANCELLED);
     cr_assert_eq(tw_handle_cancel(h), 0);
-    cr_assert_eq(stats(s).cancelled, 2);
-    cr_assert_eq(stats(s).pending, 0);
+    cr_assert_eq(service_stats(s).cancelled, 2);
+    cr_assert_eq(service_stats(s).pending, 0);
     identity(s);
     wait_for(&releases, 2, "the cancelled timer let go of at its deadline");
     cr_assert_eq(atomic_load(&runs), 0, "a cancelled timer ran");
     tw_handle_release(h);
     cr_assert_eq(tw_service_stop(s, NULL, NULL), 0);
     cr_assert_eq(atomic_load(&releases), 2, "released once");
-    cr_assert_eq(stats(s).cancelled, 2);
-    cr_assert_eq(stats(s).returned, 0);
+    cr_assert_eq(service_stats(s).cancelled, 2);
+    cr_assert_eq(service_stats(s).returned, 0);
     identity(s);
     gone(s);
 }
@@ -202,14 +194,14 @@ Test(service_cancelq, cancel_without_a_node_lets_go_at_stop, .init = guarded)
     alloc_fail_after(1);
     cr_assert_eq(tw_handle_cancel_release(h), 1);
     alloc_fail_after(0);
-    cr_assert_eq(stats(s).pending, 0);
+    cr_assert_eq(service_stats(s).pending, 0);
     identity(s);
     cr_assert_eq(tw_service_stop(s, count_handback, NULL), 0);
     cr_assert_eq(atomic_load(&handed), 0, "a cancelled timer handed back");
     cr_assert_eq(atomic_load(&releases), 2);
     cr_assert_eq(atomic_load(&runs), 0);
-    cr_assert_eq(stats(s).cancelled, 2);
-    cr_assert_eq(stats(s).returned, 0);
+    cr_assert_eq(service_stats(s).cancelled, 2);
+    cr_assert_eq(service_stats(s).returned, 0);
     identity(s);
     gone(s);
 }
@@ -261,7 +253,7 @@ Test(service_cancelq, rearm_earlier_without_a_node_changes_nothing,
     cr_assert_geq(atomic_load(&ran_at), d, "ran %lld ns before its deadline",
                   (long long)(d - atomic_load(&ran_at)));
     wait_for(&releases, 2, "the timer let go of");
-    cr_assert_eq(stats(s).completed, 1);
+    cr_assert_eq(service_stats(s).completed, 1);
 
     /* With the node: through the queue, and it fires long before the hour. */
     far = at(s, tw_service_now(s) + HOUR, count_run);
@@ -273,7 +265,7 @@ Test(service_cancelq, rearm_earlier_without_a_node_changes_nothing,
     tw_handle_release(h);
     wait_for(&releases, 3, "the re-armed timer let go of");
     cr_assert_eq(tw_service_stop(s, NULL, NULL), 0);
-    cr_assert_eq(stats(s).completed, 2);
+    cr_assert_eq(service_stats(s).completed, 2);
     identity(s);
     gone(s);
 }
@@ -315,7 +307,7 @@ Test(service_cancelq, full_block_without_a_new_one_uses_the_queue,
     cr_assert_eq(tw_handle_cancel_release(h[BLOCK + 1]), 1);
     cr_assert_eq(calls_since(c), 1, "the ring grows");
     cr_assert_eq(tw_handle_cancel_release(h[BLOCK + 2]), 1);
-    cr_assert_eq(stats(s).cancelled, (uint64_t)N);
+    cr_assert_eq(service_stats(s).cancelled, (uint64_t)N);
     atomic_store(&hd.go, 1);
     wait_for(&releases, N, "cancelled timers let go of");
     cr_assert_eq(atomic_load(&runs), 0);

@@ -25,14 +25,6 @@ static bool wait_count(atomic_int *flag, int want)
     return atomic_load(flag) >= want;
 }
 
-static struct tw_service_stats stats_of(struct tw_service *s)
-{
-    struct tw_service_stats st;
-
-    cr_assert_eq(tw_service_stats(s, &st), 0);
-    return st;
-}
-
 struct fire {
     atomic_int n;
     atomic_uint_fast64_t at;       /* tw_service_now() at the last run */
@@ -110,7 +102,7 @@ Test(service_lifecycle, submit_refuses_bad_input)
     cr_assert_eq(tw_service_schedule_at(s, HOUR, NULL, NULL, NULL), -EINVAL);
     cr_assert_eq(tw_service_schedule_at(NULL, HOUR, never_cb, NULL, NULL),
                  -EINVAL);
-    cr_assert_eq(stats_of(s).scheduled, 1);
+    cr_assert_eq(service_stats(s).scheduled, 1);
     cr_assert_eq(tw_service_stop(s, NULL, NULL), 0);
     cr_assert_eq(tw_service_submit(s, &spec, &h), -ESHUTDOWN);
     cr_assert_null(h);
@@ -138,7 +130,7 @@ static void rearm_later(enum tw_mode mode, unsigned threads)
     cr_assert_eq(atomic_load(&f.n), 1);
     cr_assert_eq(tw_handle_query(h), TW_HANDLE_DONE);
     cr_assert_eq(tw_handle_rearm(h, MS), 0, "too late once done");
-    cr_assert_eq(stats_of(s).completed, 1);
+    cr_assert_eq(service_stats(s).completed, 1);
     tw_handle_release(h);
     cr_assert_eq(tw_service_destroy(s), 0);
 }
@@ -200,7 +192,7 @@ static void rearm_self(unsigned threads)
     sleep_ns(30 * MS);
     cr_assert_eq(atomic_load(&f.n), 5);
     cr_assert_eq(f.rearm_rc, 1);
-    st = stats_of(s);
+    st = service_stats(s);
     cr_assert_eq(st.runs, 5);
     cr_assert_eq(st.completed, 1);
     cr_assert_eq(st.scheduled, 1);

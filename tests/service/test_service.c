@@ -43,14 +43,6 @@ static struct tw_service *make(enum tw_mode mode, unsigned threads,
     return s;
 }
 
-static struct tw_service_stats stats_of(struct tw_service *s)
-{
-    struct tw_service_stats st;
-
-    cr_assert_eq(tw_service_stats(s, &st), 0);
-    return st;
-}
-
 static void count_cb(struct tw_handle *h, void *arg)
 {
     (void)h;
@@ -107,7 +99,7 @@ Test(service, null_arguments)
     cr_assert_eq(tw_service_stats(NULL, &st), -EINVAL);
     cr_assert_eq(tw_service_stats(s, NULL), -EINVAL);
     cr_assert_eq(tw_service_destroy(NULL), 0);
-    st = stats_of(s);
+    st = service_stats(s);
     cr_assert_eq(st.scheduled, 0);
     cr_assert_eq(tw_service_destroy(s), 0);
 }
@@ -226,7 +218,7 @@ Test(service, hier_worker_sleeps_when_idle)
     uint64_t before, t0, took_ms;
 
     sleep_ns(200 * MS);
-    cr_assert_eq(stats_of(s).wakeups, 0, "woke with nothing pending");
+    cr_assert_eq(service_stats(s).wakeups, 0, "woke with nothing pending");
     t0 = now_ns();
     for (int i = 0; i < 1000; i++)
         cr_assert_eq(
@@ -234,9 +226,9 @@ Test(service, hier_worker_sleeps_when_idle)
             0);
     took_ms = (now_ns() - t0) / MS;
     sleep_ns(50 * MS);
-    before = stats_of(s).wakeups;
+    before = service_stats(s).wakeups;
     sleep_ns(300 * MS);
-    cr_assert_eq(stats_of(s).wakeups, before,
+    cr_assert_eq(service_stats(s).wakeups, before,
                  "woke while the next timer is an hour away");
     /* The first push wakes the worker; while pushes keep coming it looks
      * at the queue once per 1 ms tick, not once per timer. How many ticks
@@ -254,7 +246,7 @@ Test(service, hashed_worker_ticks)
 
     sleep_ns(300 * MS);
     /* 300 ticks of 1 ms; a loaded machine may merge some. */
-    cr_assert_geq(stats_of(s).wakeups, 30);
+    cr_assert_geq(service_stats(s).wakeups, 30);
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 
@@ -293,10 +285,10 @@ static void cancel_reclaims(enum tw_mode mode)
         tw_handle_release(h[i]);
     }
     end = now_ns() + 100 * MS + LATE_NS;
-    while (stats_of(s).pending != 50 && now_ns() < end)
+    while (service_stats(s).pending != 50 && now_ns() < end)
         sleep_ns(MS);
-    cr_assert_eq(stats_of(s).pending, 50);
-    cr_assert_eq(stats_of(s).cancelled, 50);
+    cr_assert_eq(service_stats(s).pending, 50);
+    cr_assert_eq(service_stats(s).cancelled, 50);
     cr_assert_eq(tw_service_destroy(s), 0);
     for (int i = 1; i < 100; i += 2)
         tw_handle_release(h[i]);
@@ -388,7 +380,7 @@ Test(service, release_does_not_cancel)
     tw_handle_release(h);
     cr_assert_eq(tw_service_schedule(s, 5 * MS, count_cb, &n, NULL), 0);
     cr_assert(wait_count(&n, 2));
-    cr_assert_eq(stats_of(s).completed, 2);
+    cr_assert_eq(service_stats(s).completed, 2);
     cr_assert_eq(tw_service_destroy(s), 0);
 }
 
@@ -521,13 +513,13 @@ Test(service, max_pending_refuses_with_eagain)
         cr_assert_eq(tw_service_schedule(s, HOUR, count_cb, NULL, &h[i]), 0);
     cr_assert_eq(tw_service_schedule(s, HOUR, count_cb, NULL, &extra), -EAGAIN);
     cr_assert_null(extra);
-    st = stats_of(s);
+    st = service_stats(s);
     cr_assert_eq(st.rejected, 1);
     cr_assert_eq(st.scheduled, 3);
     cr_assert_eq(st.pending, 3);
     cr_assert_eq(tw_handle_cancel(h[0]), 1);
     end = now_ns() + 100 * MS + LATE_NS;
-    while (stats_of(s).pending != 2 && now_ns() < end)
+    while (service_stats(s).pending != 2 && now_ns() < end)
         sleep_ns(MS);
     cr_assert_eq(tw_service_schedule(s, HOUR, count_cb, NULL, NULL), 0,
                  "room again once the cancel is reaped");
@@ -586,7 +578,7 @@ Test(service, stop_hands_back_what_did_not_run)
     cr_assert_eq(tw_service_schedule(s, MS, count_cb, NULL, NULL), -ESHUTDOWN);
     cr_assert_eq(tw_service_stop(s, back_fn, &b), 0, "stop twice");
     cr_assert_eq(b.n, 8);
-    st = stats_of(s);
+    st = service_stats(s);
     cr_assert_eq(st.scheduled, 10);
     cr_assert_eq(st.cancelled, 2);
     cr_assert_eq(st.returned, 8);
