@@ -91,40 +91,36 @@ final class Summary {
                    1, false),
         new Figure("fire", "overran", "timers due before they were scheduled (fire)", "", 1,
                    false),
-        /* The RPC pattern (bench/service/rpc.c, RpcFigures.java). */
-        new Figure("rpc-1p-1e4", "pairs_per_s", "RPC pattern, 1 thread, 10^4 outstanding: pairs/s", "M/s", 1e-6, true),
-        new Figure("rpc-1p-1e4", "cpu_ns_per_pair", "RPC pattern, 1 thread, 10^4 outstanding: CPU per pair, process", "ns", 1, false),
-        new Figure("rpc-1p-1e4", "rss_bytes_per_req_mean", "RPC pattern, 1 thread, 10^4 outstanding: RSS per request, mean", "B", 1, false),
-        new Figure("rpc-1p-1e4", "rss_bytes_per_req_max", "RPC pattern, 1 thread, 10^4 outstanding: RSS per request, max", "B", 1, false),
-        new Figure("rpc-1p-1e4", "rss_static_bytes_per_req", "RPC pattern, 1 thread, 10^4 outstanding: RSS per request, static", "B", 1, false),
-        new Figure("rpc-1p-1e4", "rss_max_over_static", "RPC pattern, 1 thread, 10^4 outstanding: RSS max / static (target <= 2)", "x", 1, false),
-        new Figure("rpc-1p-1e4", "alloc_bytes_per_req_max", "RPC pattern, 1 thread, 10^4 outstanding: allocated (heap in use) per request, max", "B", 1, false),
-        new Figure("rpc-1p-1e5", "pairs_per_s", "RPC pattern, 1 thread, 10^5 outstanding: pairs/s", "M/s", 1e-6, true),
-        new Figure("rpc-1p-1e5", "cpu_ns_per_pair", "RPC pattern, 1 thread, 10^5 outstanding: CPU per pair, process", "ns", 1, false),
-        new Figure("rpc-1p-1e5", "rss_bytes_per_req_mean", "RPC pattern, 1 thread, 10^5 outstanding: RSS per request, mean", "B", 1, false),
-        new Figure("rpc-1p-1e5", "rss_bytes_per_req_max", "RPC pattern, 1 thread, 10^5 outstanding: RSS per request, max", "B", 1, false),
-        new Figure("rpc-1p-1e5", "rss_static_bytes_per_req", "RPC pattern, 1 thread, 10^5 outstanding: RSS per request, static", "B", 1, false),
-        new Figure("rpc-1p-1e5", "rss_max_over_static", "RPC pattern, 1 thread, 10^5 outstanding: RSS max / static (target <= 2)", "x", 1, false),
-        new Figure("rpc-1p-1e5", "alloc_bytes_per_req_max", "RPC pattern, 1 thread, 10^5 outstanding: allocated (heap in use) per request, max", "B", 1, false),
-        new Figure("rpc-2p-1e4", "pairs_per_s", "RPC pattern, 2 threads, 10^4 outstanding: pairs/s", "M/s", 1e-6, true),
-        new Figure("rpc-2p-1e4", "cpu_ns_per_pair", "RPC pattern, 2 threads, 10^4 outstanding: CPU per pair, process", "ns", 1, false),
-        new Figure("rpc-2p-1e4", "rss_bytes_per_req_mean", "RPC pattern, 2 threads, 10^4 outstanding: RSS per request, mean", "B", 1, false),
-        new Figure("rpc-2p-1e4", "rss_bytes_per_req_max", "RPC pattern, 2 threads, 10^4 outstanding: RSS per request, max", "B", 1, false),
-        new Figure("rpc-2p-1e4", "rss_static_bytes_per_req", "RPC pattern, 2 threads, 10^4 outstanding: RSS per request, static", "B", 1, false),
-        new Figure("rpc-2p-1e4", "rss_max_over_static", "RPC pattern, 2 threads, 10^4 outstanding: RSS max / static (target <= 2)", "x", 1, false),
-        new Figure("rpc-2p-1e4", "alloc_bytes_per_req_max", "RPC pattern, 2 threads, 10^4 outstanding: allocated (heap in use) per request, max", "B", 1, false),
-        new Figure("rpc-2p-1e5", "pairs_per_s", "RPC pattern, 2 threads, 10^5 outstanding: pairs/s", "M/s", 1e-6, true),
-        new Figure("rpc-2p-1e5", "cpu_ns_per_pair", "RPC pattern, 2 threads, 10^5 outstanding: CPU per pair, process", "ns", 1, false),
-        new Figure("rpc-2p-1e5", "rss_bytes_per_req_mean", "RPC pattern, 2 threads, 10^5 outstanding: RSS per request, mean", "B", 1, false),
-        new Figure("rpc-2p-1e5", "rss_bytes_per_req_max", "RPC pattern, 2 threads, 10^5 outstanding: RSS per request, max", "B", 1, false),
-        new Figure("rpc-2p-1e5", "rss_static_bytes_per_req", "RPC pattern, 2 threads, 10^5 outstanding: RSS per request, static", "B", 1, false),
-        new Figure("rpc-2p-1e5", "rss_max_over_static", "RPC pattern, 2 threads, 10^5 outstanding: RSS max / static (target <= 2)", "x", 1, false),
-        new Figure("rpc-2p-1e5", "alloc_bytes_per_req_max", "RPC pattern, 2 threads, 10^5 outstanding: allocated (heap in use) per request, max", "B", 1, false),
     };
 
-    /** The table's rows: TABLE, then those of Fresh.java. */
+    /** The RPC pattern's cells (bench/service/rpc.c, RpcFigures.java): workload, label. */
+    private static final String[][] RPC_CELLS = {
+        {"rpc-1p-1e4", "1 thread, 10^4 outstanding"},
+        {"rpc-1p-1e5", "1 thread, 10^5 outstanding"},
+        {"rpc-2p-1e4", "2 threads, 10^4 outstanding"},
+        {"rpc-2p-1e5", "2 threads, 10^5 outstanding"},
+    };
+
+    /** The rows of each RPC cell, in this order: the cell's label goes after "RPC pattern, ". */
+    private static final Figure[] RPC_ROWS = {
+        new Figure("", "pairs_per_s", "pairs/s", "M/s", 1e-6, true),
+        new Figure("", "cpu_ns_per_pair", "CPU per pair, process", "ns", 1, false),
+        new Figure("", "rss_bytes_per_req_mean", "RSS per request, mean", "B", 1, false),
+        new Figure("", "rss_bytes_per_req_max", "RSS per request, max", "B", 1, false),
+        new Figure("", "rss_static_bytes_per_req", "RSS per request, static", "B", 1, false),
+        new Figure("", "rss_max_over_static", "RSS max / static (target <= 2)", "x", 1, false),
+        new Figure("", "alloc_bytes_per_req_max",
+                   "allocated (heap in use) per request, max", "B", 1, false),
+    };
+
+    /** The table's rows: TABLE, the RPC cells' rows, then those of Fresh.java. */
     static List<Figure> figures() {
         List<Figure> all = new ArrayList<>(Arrays.asList(TABLE));
+        for (String[] cell : RPC_CELLS)
+            for (Figure r : RPC_ROWS)
+                all.add(new Figure(cell[0], r.metric(),
+                                   "RPC pattern, " + cell[1] + ": " + r.label(), r.unit(),
+                                   r.scale(), r.higherBetter()));
         all.addAll(Arrays.asList(Fresh.TABLE));
         return all;
     }
