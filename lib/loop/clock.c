@@ -12,8 +12,8 @@
 #include <errno.h>
 #include <time.h>
 
+#include "clockns.h"
 #include "loop.h"
-#include "sat.h"
 #include "timewheel/loop.h"
 
 /* The API passes clock ids as int so that loop.h needs no POSIX types. */
@@ -21,18 +21,10 @@ _Static_assert(sizeof(clockid_t) == sizeof(int), "clockid_t must be an int");
 
 TW_PUBLIC int tw_loop_clock(int clock_id, uint64_t *now)
 {
-    struct timespec ts;
-
-    if (!now || clock_gettime((clockid_t)clock_id, &ts) != 0)
+    /* A clock that reads negative is held at 0, one past UINT64_MAX ns at
+     * UINT64_MAX (lib/common/clock.h). */
+    if (!now || tw__clock_ns((clockid_t)clock_id, now) != 0)
         return -EINVAL;
-    /* Clocks never read negative; a broken one is held at 0. */
-    if (ts.tv_sec < 0)
-        ts.tv_sec = 0, ts.tv_nsec = 0;
-    if ((uint64_t)ts.tv_sec > UINT64_MAX / TW__NS_PER_SEC)
-        *now = UINT64_MAX;
-    else
-        *now = tw__add_sat((uint64_t)ts.tv_sec * TW__NS_PER_SEC,
-                           (uint64_t)ts.tv_nsec);
     return 0;
 }
 

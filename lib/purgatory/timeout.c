@@ -23,19 +23,15 @@
  * same lock, so a record is never in a wheel once it can be freed.
  */
 #include <errno.h>
-#include <time.h>
 
+#include "clockns.h"
 #include "purgatory.h"
 #include "sat.h"
 
 uint64_t tw_purgatory_monotonic(void *ctx)
 {
-    struct timespec ts;
-
     (void)ctx;
-    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0 || ts.tv_sec < 0)
-        return 0; /* cannot happen on Linux; 0 counts from tw_now() */
-    return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+    return tw__mono_ns();
 }
 
 bool tw__p_expire_or_note(struct tw__pwatch *w)

@@ -110,7 +110,7 @@ void tw__backlog_reaped(struct tw_service *s)
 static void wait_reap(struct tw_service *s, const struct tw__ring *r,
                       size_t bound)
 {
-    uint64_t until = tw__svc_clock() + TW__REAP_WAIT_NS;
+    uint64_t until = tw__mono_ns() + TW__REAP_WAIT_NS;
     struct timespec ts = {
         .tv_sec = (time_t)(until / UINT64_C(1000000000)),
         .tv_nsec = (long)(until % UINT64_C(1000000000)),

@@ -303,7 +303,7 @@ static uint64_t give(struct tw__clock_base *b, uint64_t t)
 static uint64_t new_base(struct tw__clock_base *b)
 {
 #if TW__CLOCK_TSC
-    uint64_t before = tsc_before(), ns = tw__svc_clock(), after = tsc_after();
+    uint64_t before = tsc_before(), ns = tw__mono_ns(), after = tsc_after();
     uint64_t mult;
 
     b->ns = ns;
@@ -317,7 +317,7 @@ static uint64_t new_base(struct tw__clock_base *b)
     }
     return ns;
 #else
-    return b->ns = tw__svc_clock();
+    return b->ns = tw__mono_ns();
 #endif
 }
 
@@ -325,7 +325,7 @@ static uint64_t new_base(struct tw__clock_base *b)
 static uint64_t plain(struct tw__clock_base *b)
 {
     b->span = 0;
-    return b->ns = tw__svc_clock();
+    return b->ns = tw__mono_ns();
 }
 
 /*
@@ -343,7 +343,7 @@ uint64_t tw__clock_refresh(void)
 
     if (m == TW__CLOCK_REAL) {
         b->span = 0;
-        return give(b, tw__svc_clock());
+        return give(b, tw__mono_ns());
     }
     if (m == TW__CLOCK_CALIBRATING)
         return give(b, new_base(b));

@@ -84,7 +84,7 @@ static inline uint64_t tw__svc_clock_upper(void)
     }
     return tw__clock_refresh();
 #else
-    return tw__svc_clock();
+    return tw__mono_ns();
 #endif
 }
 

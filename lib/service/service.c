@@ -64,7 +64,7 @@ static int make_wheel(struct tw_service *s, const struct tw_service_config *c)
     wc.tick_ns = tick_of(c);
     wc.slots = c->slots;
     wc.levels = c->levels;
-    wc.start_ns = tw__svc_clock();
+    wc.start_ns = tw__mono_ns();
     s->wheel = tw_create(&wc, &rc);
     if (!rc) /* due timers go to the worker; their cb field is ours */
         rc = tw_set_expiry(s->wheel, tw__worker_expire, s);
@@ -221,7 +221,7 @@ TW_PUBLIC int tw_service_submit(struct tw_service *s,
 
 TW_PUBLIC uint64_t tw_service_now(const struct tw_service *s)
 {
-    return s ? tw__svc_clock() : 0;
+    return s ? tw__mono_ns() : 0;
 }
 
 TW_PUBLIC int tw_service_schedule_at(struct tw_service *s, uint64_t deadline,

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clockns.h"
 #include "ring.h"
 #include "sat.h"
 #include "service_externs.h"
@@ -305,15 +306,6 @@ static inline struct tw__rings *tw__rings_mine(struct tw_service *s)
 
 /* ---- worker.c's half: handing it work, waking it ---- */
 
-/* CLOCK_MONOTONIC in ns: the worker's time, and the service's. */
-static inline uint64_t tw__svc_clock(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
-}
-
 /* After pushing something due at `due`: wake the worker if it would
  * otherwise sleep past due's tick boundary. A timer due within the last tick
  * before the worker's wake-up fires on that wake-up anyway (it is admitted
@@ -396,7 +388,7 @@ static inline uint64_t tw__catchup_start(enum tw_catchup c, uint64_t deadline,
 
     if (c != TW_CATCHUP_ALL || kind != TW_FIXED_RATE || !period)
         return deadline;
-    now = tw__svc_clock();
+    now = tw__mono_ns();
     if (deadline >= now)
         return deadline;
     return deadline + (now - deadline) / period * period;

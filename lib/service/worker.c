@@ -283,7 +283,7 @@ static void finish(struct tw_service *s, struct tw_handle *h)
             if (!tw__handle_cas(h, &w, TW__LOCKED, false))
                 continue;
             atomic_store_explicit(
-                &h->deadline, tw__handle_next_deadline(s, h, tw__svc_clock()),
+                &h->deadline, tw__handle_next_deadline(s, h, tw__mono_ns()),
                 memory_order_relaxed);
             tw__handle_put(h, w, TW__PENDING, true);
             break;
@@ -422,7 +422,7 @@ static uint64_t see_ring_pushes(struct tw_service *s, uint64_t now,
 
 static void sleep_next(struct tw_service *s)
 {
-    uint64_t now = tw__svc_clock();
+    uint64_t now = tw__mono_ns();
     uint64_t target = next_wake(s, now), seen;
 
     if (target <= now)
@@ -489,7 +489,7 @@ static void sleep_then_count_lag(struct tw_service *s)
 
     sleep_next(s);
     if (empty)
-        s->drained_at = tw__svc_clock();
+        s->drained_at = tw__mono_ns();
 }
 
 void *tw__worker_main(void *arg)
@@ -498,7 +498,7 @@ void *tw__worker_main(void *arg)
 
     tw__svc_current = s;
     for (;;) {
-        uint64_t now = tw__svc_clock();
+        uint64_t now = tw__mono_ns();
         bool more;
 
         tw__worker_reap(s, false);

@@ -23,22 +23,6 @@
 
 #include "store.h"
 
-uint64_t tw__mono_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t tw__real_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The store whose worker this thread is, if any: set by the worker itself,
  * so no other thread ever reads what it writes. */
 static _Thread_local const struct tw_store *current;

@@ -42,6 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clockns.h"
 #include "timewheel/core.h"
 #include "timewheel/store.h"
 
@@ -216,8 +217,6 @@ struct tw_store {
     int evfd;
 };
 
-uint64_t tw__mono_ns(void);
-uint64_t tw__real_ns(void);
 bool tw__on_worker(const struct tw_store *s);
 
 /* ops.c */
