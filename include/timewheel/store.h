@@ -233,8 +233,10 @@ TW_PUBLIC int tw_store_close(struct tw_store *s);
  * deliveries through fn(s, id, payload, len, arg) on the calling thread,
  * oldest deadline first, and returns how many ran; the descriptor stops
  * being readable once none is left. fn may ack, cancel and schedule. A
- * delivery still waiting at close, or not acknowledged, comes again after
- * a reopen. The worker keeps a copy of each waiting payload; the window
+ * waiting delivery whose cancel or ack becomes durable before a poll takes
+ * it is withdrawn (before that operation's done runs): no poll hands it
+ * out. A delivery still waiting at close, or not acknowledged, comes again
+ * after a reopen. The worker keeps a copy of each waiting payload; the window
  * (window_max) bounds how many wait.
  *
  * tw_store_fd() returns the descriptor (the store owns it and closes it at
