@@ -63,7 +63,9 @@
  * After a write or sync error the store fails every later operation with the
  * same code (it cannot know what reached the disk): close it and open the
  * directory again, which recovers every operation that had been reported
- * durable.
+ * durable. A full or failing disk never aborts the process: the store
+ * keeps RocksDB's info log (dir/db/LOG) off, whose writer in RocksDB 7.8.3
+ * asserts when written after a failed write (docs/store.md).
  */
 #ifndef TIMEWHEEL_STORE_H
 #define TIMEWHEEL_STORE_H
