@@ -54,7 +54,9 @@
  *   -EBUSY      the directory is open by another store (this process or
  *               another: a lock file, dir/LOCK)
  *   -ENOTEMPTY  the directory holds files but is not a store (foreign)
- *   -EBADMSG    the directory is a store but its data is damaged, or of
+ *   -EBADMSG    the directory is a store but its data is damaged (a
+ *               table or the write-ahead log garbled, the log cut short
+ *               or deleted: timers reported durable are missing), or of
  *               another format version
  *   -ENOSPC     the disk is full;  -EIO  an I/O error
  *   -ENOENT     cancel or ack of an id the store does not hold

@@ -227,6 +227,7 @@ int tw__commit(struct tw_store *s, struct tw__op *ops, size_t n)
         resolve(s, ops, n, next_seq);
         rc = tw__db_write(s->db, s->batch);
         if (rc == 0) {
+            tw__witness_note(&s->witness, next_seq);
             atomic_store_explicit(&s->count, s->batch_count,
                                   memory_order_relaxed);
             apply(s, ops, n);

@@ -177,6 +177,13 @@ static int read_seq(struct tw_store *s, bool created)
     return 0;
 }
 
+/* The recovered high-water mark against the witness's (witness.c): below
+ * it, the log lost commits that had been synced. */
+static int check_witness(uint64_t next_seq, uint64_t witnessed)
+{
+    return next_seq < witnessed ? -EBADMSG : 0;
+}
+
 static int sync_init(struct tw_store *s)
 {
     pthread_condattr_t ca;
@@ -199,6 +206,7 @@ static void release(struct tw_store *s)
     tw__poll_fini(s);
     tw__db_batch_free(s->batch);
     tw__db_close(s->db);
+    tw__witness_close(&s->witness);
     if (s->lockfd >= 0)
         close(s->lockfd); /* drops the lock */
     pthread_mutex_destroy(&s->mu);
@@ -229,10 +237,14 @@ static int open_parts(struct tw_store *s, const char *dir)
         free(path);
         return -ENOMEM;
     }
-    rc = tw__db_open(path, create, &s->db);
+    rc = tw__witness_open(&s->witness, dir);
+    if (rc == 0)
+        rc = tw__db_open(path, create, &s->db);
     free(path);
     if (rc == 0)
         rc = read_seq(s, create);
+    if (rc == 0)
+        rc = check_witness(s->next_seq, s->witness.written);
     return rc ? rc : tw__window_init(s);
 }
 
@@ -250,6 +262,7 @@ struct tw_store *tw_store_open(const char *dir,
     s->cfg = *cfg;
     s->lockfd = -1;
     s->evfd = -1;
+    s->witness.fd = -1;
     rc = sync_init(s);
     if (rc == 0)
         rc = tw__poll_init(s);
@@ -285,6 +298,23 @@ int tw_store_close(struct tw_store *s)
     return rc;
 }
 
+/* The scan's check of the witness: the 'M' record against dir/DURABLE
+ * (db NULL: the database does not exist yet). */
+static int scan_witness(struct tw__db *db, const char *dir)
+{
+    unsigned char v[16];
+    size_t vl = sizeof v;
+    uint64_t witnessed;
+    int rc = tw__witness_read(dir, &witnessed);
+
+    if (rc == 0 && db)
+        rc = tw__db_get(db, "M", 1, v, &vl);
+    if (rc < 0)
+        return rc;
+    /* No 'M': a database about to be made, whose first mark is 1. */
+    return check_witness(rc == 1 && vl == 16 ? tw__get_be64(v) : 1, witnessed);
+}
+
 /* A store opened for reading only: the directory's checks and lock, the
  * database, and nothing of the worker's. */
 int64_t tw_store_scan(const char *dir, tw_store_visit_fn *fn, void *ctx)
@@ -308,7 +338,9 @@ int64_t tw_store_scan(const char *dir, tw_store_visit_fn *fn, void *ctx)
     path = tw__dir_db_path(dir);
     rc = !path ? -ENOMEM : create ? 0 : tw__db_open(path, false, &db);
     free(path);
-    it = db ? tw__db_iter_new(db, low, 1) : NULL;
+    if (rc == 0)
+        rc = scan_witness(db, dir);
+    it = db && rc == 0 ? tw__db_iter_new(db, low, 1) : NULL;
     for (; it && tw__db_iter_valid(it); tw__db_iter_next(it), n++) {
         size_t kl, vl;
         const unsigned char *k = tw__db_iter_key(it, &kl);

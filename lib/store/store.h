@@ -18,6 +18,9 @@
  *             the core wheel, the due queue, rate-bounded delivery.
  *   poll.c    polled delivery: a FIFO of copies and an eventfd for an
  *             event loop's thread (cfg.polled).
+ *   witness.c dir/DURABLE, how far the durable commits reached, kept
+ *             outside the database: a log that lost synced commits is
+ *             reported at the next open.
  *
  * On disk (RocksDB, default column family), keys sort as time does:
  *   'T' deadline(8, big-endian) seq(8, big-endian) -> payload bytes
@@ -88,6 +91,29 @@ int tw__db_errno(const char *msg);
 int tw__dir_open(const char *dir, int *lockfd, bool *create);
 /* The database's folder inside dir (a new string, free() it). */
 char *tw__dir_db_path(const char *dir);
+
+/* ---- witness.c -------------------------------------------------------------
+ */
+struct tw__witness {
+    int fd;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t want;    /* the latest mark noted (under mu) */
+    uint64_t written; /* the latest mark on disk (the thread's) */
+    bool stop, inited, started;
+};
+
+/* The mark in dir/DURABLE, 0 if there is none; -EBADMSG if damaged. */
+int tw__witness_read(const char *dir, uint64_t *seq);
+/* Open (creating) dir/DURABLE, read its mark into w->written, start the
+ * thread that writes the marks noted. */
+int tw__witness_open(struct tw__witness *w, const char *dir);
+/* A commit that set next_seq to seq is durable. */
+void tw__witness_note(struct tw__witness *w, uint64_t seq);
+/* Write the last mark noted, stop the thread, close; safe on a partial
+ * open. */
+void tw__witness_close(struct tw__witness *w);
 
 /* ---- keys ------------------------------------------------------------------
  */
@@ -181,6 +207,7 @@ struct tw_store {
     char *dir;
     int lockfd;
     struct tw__db *db;
+    struct tw__witness witness;
     pthread_t worker;
 
     /* Shared: under mu. */
