@@ -227,10 +227,13 @@ Test(store_errors, a_foreign_directory_is_left_alone)
     fputs("not a store\n", f);
     fclose(f);
     cr_assert_eq(open_err(dir), -ENOTEMPTY);
+    cr_assert_eq(tw_store_scan(dir, st_count_visit, &(int64_t){0}), -ENOTEMPTY);
     cr_assert_eq(stat(path, &st), 0);
     cr_assert_eq(st.st_size, 12);
     snprintf(path, sizeof path, "%s/STORE", dir);
     cr_assert_neq(stat(path, &st), 0, "marker written into a foreign dir");
+    snprintf(path, sizeof path, "%s/LOCK", dir);
+    cr_assert_neq(stat(path, &st), 0, "lock file made in a foreign dir");
     snprintf(path, sizeof path, "%s/mail.txt", dir);
     cr_assert_eq(unlink(path), 0);
     cr_assert_eq(open_err(dir), 0);
