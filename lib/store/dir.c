@@ -22,7 +22,11 @@
 
 #include "store.h"
 
-#define MARKER "timewheel-store 1\n"
+/* The marker names the version of the records' layout (key.h): for
+ * TW__FORMAT 1, "timewheel-store 1" and a newline. */
+#define STR(x) #x
+#define XSTR(x) STR(x)
+#define MARKER "timewheel-store " XSTR(TW__FORMAT) "\n"
 #define MARKER_LEN (sizeof(MARKER) - 1)
 
 static char *join(const char *dir, const char *name)

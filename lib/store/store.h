@@ -22,9 +22,11 @@
  *             outside the database: a log that lost synced commits is
  *             reported at the next open.
  *
- * On disk (RocksDB, default column family), keys sort as time does:
- *   'T' deadline(8, big-endian) seq(8, big-endian) -> payload bytes
- *   'M'                   -> next seq, timers held (8 + 8, big-endian)
+ *   key.c     the records' layout on disk, one codec (key.h): keys sort
+ *             as time does, 'T' deadline seq -> payload, and the 'M'
+ *             mark (next seq, timers held).
+ *
+ * On disk (RocksDB, default column family): key.h.
  *
  * The window's invariant: every timer on disk whose key is below
  * window_end is in memory (in the table), and so is every timer delivered
@@ -46,10 +48,9 @@
 #include <stdint.h>
 
 #include "clockns.h"
+#include "key.h"
 #include "timewheel/core.h"
 #include "timewheel/store.h"
-
-#define TW__KEY_LEN 17 /* 'T', deadline, seq */
 
 /* ---- db.c ------------------------------------------------------------------
  */
@@ -114,37 +115,6 @@ void tw__witness_note(struct tw__witness *w, uint64_t seq);
 /* Write the last mark noted, stop the thread, close; safe on a partial
  * open. */
 void tw__witness_close(struct tw__witness *w);
-
-/* ---- keys ------------------------------------------------------------------
- */
-static inline void tw__put_be64(unsigned char *p, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--, v >>= 8)
-        p[i] = (unsigned char)v;
-}
-
-static inline uint64_t tw__get_be64(const unsigned char *p)
-{
-    uint64_t v = 0;
-
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static inline void tw__key(unsigned char k[TW__KEY_LEN], struct tw_store_id id)
-{
-    k[0] = 'T';
-    tw__put_be64(k + 1, id.deadline_ns);
-    tw__put_be64(k + 9, id.seq);
-}
-
-static inline int tw__id_cmp(struct tw_store_id a, struct tw_store_id b)
-{
-    if (a.deadline_ns != b.deadline_ns)
-        return a.deadline_ns < b.deadline_ns ? -1 : 1;
-    return a.seq < b.seq ? -1 : a.seq > b.seq;
-}
 
 /* ---- memory ----------------------------------------------------------------
  */

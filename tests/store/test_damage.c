@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
+#include <rocksdb/c.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -339,4 +340,71 @@ Test(store_damage, a_deleted_log_is_ebadmsg)
     make_log("a_deleted_log_is_ebadmsg", wal, sizeof wal);
     cr_assert_eq(unlink(wal), 0);
     cr_assert_eq(open_err(), -EBADMSG);
+}
+
+/* ---- keys of the wrong length (issue 29, 2) ------------------------------ */
+
+/* A record put straight into the store's database, as damage would. */
+static void put_raw(const void *k, size_t kl)
+{
+    char path[128], *err = NULL;
+    rocksdb_options_t *o = rocksdb_options_create();
+    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+    rocksdb_t *db;
+
+    snprintf(path, sizeof path, "%s/db", dir);
+    db = rocksdb_open(o, path, &err);
+    cr_assert_null(err, "%s", err);
+    rocksdb_writeoptions_set_sync(wo, 1);
+    rocksdb_put(db, wo, k, kl, "v", 1, &err);
+    cr_assert_null(err, "%s", err);
+    rocksdb_close(db);
+    rocksdb_writeoptions_destroy(wo);
+    rocksdb_options_destroy(o);
+}
+
+/* A store of three timers due within the window, then key k among them:
+ * the scan and the window's loader each meet it first ('T' and a small
+ * deadline byte), and each answers -EBADMSG; the codec never reads past
+ * the key's length (ASan's build checks that). */
+static void bad_key(const void *k, size_t kl)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s = st_open(dir, &rec);
+    int err = 1, rc = 0;
+
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(
+            tw_store_schedule_durable(s, st_real() + 2000 * ST_MS + (uint64_t)i,
+                                      "", 0, NULL),
+            0);
+    cr_assert_eq(tw_store_close(s), 0);
+    put_raw(k, kl);
+    cr_assert_eq(tw_store_scan(dir, st_count_visit, &(int64_t){0}), -EBADMSG,
+                 "a %zu-byte key", kl);
+    tw_store_config_init(&cfg);
+    cfg.deliver = st_deliver;
+    cfg.deliver_arg = &rec;
+    s = tw_store_open(dir, &cfg, &err);
+    cr_assert_not_null(s, "open: %d", err);
+    for (int i = 0; i < 500 && rc == 0; i++) {
+        rc = tw_store_schedule_durable(s, UINT64_MAX, "", 0, NULL);
+        if (rc == 0)
+            st_sleep_ms(10);
+    }
+    cr_assert_eq(rc, -EBADMSG, "the loader over a %zu-byte key: %d", kl, rc);
+    rc = tw_store_close(s);
+    cr_assert(rc == 0 || rc == -EBADMSG, "close: %d", rc);
+}
+
+Test(store_damage, a_short_key_is_ebadmsg)
+{
+    bad_key("T\x01\x02", 3);
+}
+
+Test(store_damage, a_long_key_is_ebadmsg)
+{
+    unsigned char k[28] = {'T', 0, 0, 0, 0, 0, 0, 0, 1};
+
+    bad_key(k, sizeof k);
 }
