@@ -27,21 +27,7 @@ int tw__db_errno(const char *msg); /* lib/store/db.c */
 #define WAL_TIMERS 25000
 #define WAL_BATCH 500
 
-static char dir[64];
-static struct st_rec rec;
-
-static void setup(void)
-{
-    st_mkdir(dir, sizeof dir);
-    st_rec_init(&rec, true);
-}
-
-static void teardown(void)
-{
-    st_rmdir(dir);
-}
-
-TestSuite(store_damage, .init = setup, .fini = teardown, .timeout = 120);
+ST_FIXTURE(store_damage, 120, (void)0);
 
 static int open_err(void)
 {

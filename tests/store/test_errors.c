@@ -130,22 +130,7 @@ static long fault_disarm(void)
     return atomic_load(&fault_calls);
 }
 
-static char dir[64];
-static struct st_rec rec;
-
-static void setup(void)
-{
-    st_mkdir(dir, sizeof dir);
-    st_rec_init(&rec, true);
-}
-
-static void teardown(void)
-{
-    fault_disarm();
-    st_rmdir(dir);
-}
-
-TestSuite(store_errors, .init = setup, .fini = teardown, .timeout = 120);
+ST_FIXTURE(store_errors, 120, fault_disarm());
 
 static int open_err(const char *d)
 {
@@ -160,14 +145,6 @@ static int open_err(const char *d)
     if (s)
         cr_assert_eq(tw_store_close(s), 0);
     return s ? 0 : err;
-}
-
-static int64_t on_disk(void)
-{
-    int64_t n = 0, rc = tw_store_scan(dir, st_count_visit, &n);
-
-    cr_assert_eq(rc, n, "scan: %lld", (long long)rc);
-    return n;
 }
 
 Test(store_errors, a_second_opener_gets_ebusy)
@@ -356,7 +333,8 @@ static void fail_commit_at(long k, int err, int64_t *durable)
     }
     rc = tw_store_close(s);
     cr_assert(rc == 0 || rc == -err, "close: %d", rc);
-    cr_assert_geq(on_disk(), *durable, "site %ld lost a durable timer", k);
+    cr_assert_geq(st_on_disk(dir), *durable, "site %ld lost a durable timer",
+                  k);
 }
 
 static void every_site(int err)
@@ -406,7 +384,7 @@ Test(store_errors, faults_while_opening)
             durable = 1;
         }
         cr_assert_eq(open_err(dir), 0, "site %ld left it unopenable", k);
-        cr_assert_geq(on_disk(), durable);
+        cr_assert_geq(st_on_disk(dir), durable);
     }
 }
 
@@ -430,7 +408,7 @@ static void stays_failed_from(long k, int err, int64_t *durable)
     rc = tw_store_close(s);
     fault_disarm();
     cr_assert(rc == 0 || rc == -err, "close: %d", rc);
-    cr_assert_geq(on_disk(), *durable, "from site %ld lost a timer", k);
+    cr_assert_geq(st_on_disk(dir), *durable, "from site %ld lost a timer", k);
 }
 
 Test(store_errors, a_disk_that_stays_full_from_every_site)
@@ -465,5 +443,5 @@ Test(store_errors, a_failing_info_log_changes_nothing)
     cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "l", 1, NULL), 0);
     cr_assert_eq(tw_store_close(s), 0);
     cr_assert_eq(fault_disarm(), 0, "RocksDB wrote its info log");
-    cr_assert_eq(on_disk(), 1);
+    cr_assert_eq(st_on_disk(dir), 1);
 }
