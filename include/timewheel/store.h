@@ -41,6 +41,13 @@
  * window_max timers are delivered and not acknowledged, loading stops until
  * acks come: deliveries wait, nothing is lost.
  *
+ * Memory: every block the store allocates for itself (the store, its
+ * queues, the id table, the timers in memory, the polled copies) comes
+ * from the library's allocator, as every layer's does (tw_alloc(),
+ * tw_set_allocator() in timewheel/core.h). RocksDB's allocations inside
+ * the database are RocksDB's own (C++ operator new and malloc) and do not
+ * go through it.
+ *
  * Threads: every function may be called from any thread, the delivery
  * callback included (it may ack, cancel and schedule). Delivery and done
  * callbacks run on the store's worker thread, one at a time, so a slow

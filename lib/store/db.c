@@ -140,7 +140,7 @@ static void set_options(struct tw__db *d, bool create)
 
 int tw__db_open(const char *path, bool create, struct tw__db **out)
 {
-    struct tw__db *d = calloc(1, sizeof *d);
+    struct tw__db *d = tw__zalloc(sizeof *d);
     char *err = NULL;
 
     if (!d)
@@ -189,7 +189,7 @@ void tw__db_close(struct tw__db *d)
     rocksdb_options_destroy(d->opt);
     rocksdb_block_based_options_destroy(d->table);
     rocksdb_cache_destroy(d->cache);
-    free(d);
+    tw_free(d, sizeof *d);
 }
 
 struct tw__db_batch *tw__db_batch_new(void)
@@ -245,7 +245,7 @@ int tw__db_get(struct tw__db *d, const void *k, size_t kl, void *v, size_t *vl)
 
 struct tw__db_iter *tw__db_iter_new(struct tw__db *d, const void *k, size_t kl)
 {
-    struct tw__db_iter *it = calloc(1, sizeof *it);
+    struct tw__db_iter *it = tw__zalloc(sizeof *it);
 
     if (!it)
         return NULL;
@@ -294,5 +294,5 @@ void tw__db_iter_free(struct tw__db_iter *it)
         return;
     rocksdb_iter_destroy(it->it);
     rocksdb_readoptions_destroy(it->ro);
-    free(it);
+    tw_free(it, sizeof *it);
 }

@@ -9,7 +9,7 @@
  * a callback cannot deadlock the store.
  */
 #include <errno.h>
-#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "sat.h"
@@ -25,9 +25,13 @@ int tw__ops_reserve(struct tw_store *s, size_t n)
         return 0;
     while (cap < s->qlen + n)
         cap *= 2;
-    q = realloc(s->q, cap * sizeof *q);
+    q = tw_alloc(cap * sizeof *q);
     if (!q)
         return -ENOMEM;
+    if (s->q) {
+        memcpy(q, s->q, s->qlen * sizeof *q);
+        tw_free(s->q, s->qcap * sizeof *q);
+    }
     s->q = q;
     s->qcap = cap;
     return 0;

@@ -211,11 +211,14 @@ static void release(struct tw_store *s)
     pthread_cond_destroy(&s->work_cv);
     pthread_cond_destroy(&s->done_cv);
     pthread_cond_destroy(&s->space_cv);
-    free(s->q);
-    free(s->wq);
-    free(s->writes);
-    free(s->dir);
-    free(s);
+    if (s->q)
+        tw_free(s->q, s->qcap * sizeof *s->q);
+    if (s->wq)
+        tw_free(s->wq, s->cfg.commit_ops * sizeof *s->wq);
+    if (s->writes)
+        tw_free(s->writes, s->cfg.commit_ops * sizeof *s->writes);
+    tw__strfree(s->dir);
+    tw_free(s, sizeof *s);
 }
 
 static int open_parts(struct tw_store *s, const char *dir)
@@ -227,18 +230,18 @@ static int open_parts(struct tw_store *s, const char *dir)
     if (rc != 0)
         return rc;
     path = tw__dir_db_path(dir);
-    s->dir = strdup(dir);
+    s->dir = tw__strdup(dir);
     s->batch = tw__db_batch_new();
-    s->wq = malloc(s->cfg.commit_ops * sizeof *s->wq);
-    s->writes = malloc(s->cfg.commit_ops * sizeof *s->writes);
+    s->wq = tw_alloc(s->cfg.commit_ops * sizeof *s->wq);
+    s->writes = tw_alloc(s->cfg.commit_ops * sizeof *s->writes);
     if (!path || !s->dir || !s->batch || !s->wq || !s->writes) {
-        free(path);
+        tw__strfree(path);
         return -ENOMEM;
     }
     rc = tw__witness_open(&s->witness, dir);
     if (rc == 0)
         rc = tw__db_open(path, create, &s->db);
-    free(path);
+    tw__strfree(path);
     if (rc == 0)
         rc = read_seq(s, create);
     if (rc == 0)
@@ -252,7 +255,7 @@ struct tw_store *tw_store_open(const char *dir,
     struct tw_store *s;
     int rc = -EINVAL;
 
-    if (!dir || !config_ok(cfg) || !(s = calloc(1, sizeof *s))) {
+    if (!dir || !config_ok(cfg) || !(s = tw__zalloc(sizeof *s))) {
         if (err)
             *err = dir && config_ok(cfg) ? -ENOMEM : -EINVAL;
         return NULL;
@@ -334,7 +337,7 @@ int64_t tw_store_scan(const char *dir, tw_store_visit_fn *fn, void *ctx)
         return rc;
     path = tw__dir_db_path(dir);
     rc = !path ? -ENOMEM : create ? 0 : tw__db_open(path, false, &db);
-    free(path);
+    tw__strfree(path);
     if (rc == 0)
         rc = scan_witness(db, dir);
     it = db && rc == 0 ? tw__db_iter_new(db, low, tw__key_first(low)) : NULL;

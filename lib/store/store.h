@@ -46,6 +46,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "clockns.h"
 #include "key.h"
@@ -90,7 +91,7 @@ int tw__db_errno(const char *msg);
 /* Check or create the store in dir and take its lock: the lock's fd in
  * *lockfd, whether the database must be created in *create. */
 int tw__dir_open(const char *dir, int *lockfd, bool *create);
-/* The database's folder inside dir (a new string, free() it). */
+/* The database's folder inside dir (a new string: tw__strfree()). */
 char *tw__dir_db_path(const char *dir);
 
 /* ---- witness.c -------------------------------------------------------------
@@ -117,7 +118,38 @@ void tw__witness_note(struct tw__witness *w, uint64_t seq);
 void tw__witness_close(struct tw__witness *w);
 
 /* ---- memory ----------------------------------------------------------------
+ *
+ * Every block the store allocates for itself comes from the library's
+ * allocator (tw_alloc(), tw_free() with the size asked; tw_set_allocator()
+ * routes them), as every layer's do. RocksDB's own allocations, inside
+ * the database, are RocksDB's (its C++ operator new).
  */
+static inline void *tw__zalloc(size_t n)
+{
+    void *p = tw_alloc(n);
+
+    if (p)
+        memset(p, 0, n);
+    return p;
+}
+
+/* A copy of a string, given back with tw__strfree(). */
+static inline char *tw__strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = tw_alloc(n);
+
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+static inline void tw__strfree(char *s)
+{
+    if (s)
+        tw_free(s, strlen(s) + 1);
+}
+
 enum tw__state { TW__NEW, TW__ARMED, TW__DUE, TW__DELIVERED };
 
 struct tw__entry {

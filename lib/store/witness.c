@@ -39,7 +39,7 @@
 static char *path_of(const char *dir)
 {
     size_t n = strlen(dir) + sizeof "/DURABLE";
-    char *p = malloc(n);
+    char *p = tw_alloc(n);
 
     if (p)
         snprintf(p, n, "%s/DURABLE", dir);
@@ -71,7 +71,7 @@ int tw__witness_read(const char *dir, uint64_t *seq)
     if (!path)
         return -ENOMEM;
     fd = open(path, O_RDONLY | O_CLOEXEC);
-    free(path);
+    tw__strfree(path);
     *seq = 0;
     if (fd < 0)
         return errno == ENOENT ? 0 : -errno;
@@ -127,7 +127,7 @@ int tw__witness_open(struct tw__witness *w, const char *dir)
     if (!path)
         return -ENOMEM;
     w->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    free(path);
+    tw__strfree(path);
     if (w->fd < 0)
         return -errno;
     rc = read_mark(w->fd, &w->written);
