@@ -56,6 +56,15 @@
  * worker then queues them, tw_store_fd() is readable while any wait, and
  * the loop runs them with tw_store_poll().
  *
+ * fork(): a child may do nothing with a store its parent opened but let
+ * go of it. The store's threads are not in the child and its files and
+ * lock are the parent's, so there every function on the inherited store
+ * answers -ECHILD at once (tw_store_count() reads what it held at the
+ * fork), and tw_store_close() returns -ECHILD without joining, flushing
+ * or closing anything (exec() or _exit() reclaims the memory). The parent's
+ * store goes on untouched. A child that needs a store opens its own, in
+ * another directory (this one's lock is the parent's: -EBUSY).
+ *
  * Errors are negative errno codes (strerror(-err) names them):
  *   -EINVAL     bad argument (NULL, payload too long, unknown config value)
  *   -EBUSY      the directory is open by another store (this process or
@@ -69,6 +78,7 @@
  *   -ENOENT     cancel or ack of an id the store does not hold
  *   -EAGAIN     ack of a timer not delivered yet
  *   -ESHUTDOWN  the store is closing
+ *   -ECHILD     a child of fork() calling on its parent's store
  * After a write or sync error the store fails every later operation with the
  * same code (it cannot know what reached the disk): close it and open the
  * directory again, which recovers every operation that had been reported
@@ -231,8 +241,9 @@ TW_PUBLIC int tw_store_schedule_durable(struct tw_store *s,
  * one: stop accepting operations, commit those accepted (their done
  * callbacks run), stop the worker, release the directory. Timers stay
  * on disk. NULL is a no-op returning 0. Returns 0, the store's failure code
- * (the store is closed all the same), or -EDEADLK from a callback (nothing
- * done).
+ * (the store is closed all the same), -EDEADLK from a callback (nothing
+ * done), or -ECHILD in a child of fork() (nothing done: the store is the
+ * parent's; the child must not use it again).
  */
 TW_PUBLIC int tw_store_close(struct tw_store *s);
 

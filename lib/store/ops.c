@@ -85,6 +85,8 @@ int tw_store_schedule_at(struct tw_store *s, uint64_t deadline_ns,
 
     if (!s || (!payload && len) || len > TW_STORE_PAYLOAD_MAX)
         return -EINVAL;
+    if (tw__forked(s))
+        return -ECHILD;
     op.id.deadline_ns = deadline_ns;
     op.e = tw__entry_new(op.id, payload, len);
     if (!op.e)
@@ -118,6 +120,8 @@ static int removal(struct tw_store *s, uint8_t kind, struct tw_store_id id,
 
     if (!s)
         return -EINVAL;
+    if (tw__forked(s))
+        return -ECHILD;
     return submit(s, &op, false);
 }
 
@@ -140,6 +144,8 @@ int tw_store_sync(struct tw_store *s)
 
     if (!s)
         return -EINVAL;
+    if (tw__forked(s))
+        return -ECHILD;
     if (tw__on_worker(s))
         return -EDEADLK;
     pthread_mutex_lock(&s->mu);
@@ -162,6 +168,8 @@ int tw_store_schedule_durable(struct tw_store *s, uint64_t deadline_ns,
 {
     int rc;
 
+    if (s && tw__forked(s))
+        return -ECHILD;
     if (s && tw__on_worker(s))
         return -EDEADLK;
     rc = tw_store_schedule_at(s, deadline_ns, payload, len, NULL, NULL, id);

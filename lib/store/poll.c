@@ -151,6 +151,8 @@ static struct tw__polled *pop(struct tw_store *s)
 
 int tw_store_fd(const struct tw_store *s)
 {
+    if (s && tw__forked(s))
+        return -ECHILD;
     return s && s->cfg.polled ? s->evfd : -EINVAL;
 }
 
@@ -162,6 +164,8 @@ int64_t tw_store_poll(struct tw_store *s, tw_store_deliver_fn *fn, void *arg,
 
     if (!s || !fn || !max || !s->cfg.polled)
         return -EINVAL;
+    if (tw__forked(s))
+        return -ECHILD;
     while ((uint64_t)n < max && (p = pop(s))) {
         fn(s, p->id, p->payload, p->len, arg);
         polled_free(p);

@@ -261,6 +261,7 @@ struct tw_store *tw_store_open(const char *dir,
         return NULL;
     }
     s->cfg = *cfg;
+    s->fork_gen = tw__fork_watch();
     s->lockfd = -1;
     s->evfd = -1;
     s->witness.fd = -1;
@@ -286,6 +287,8 @@ int tw_store_close(struct tw_store *s)
 
     if (!s)
         return 0;
+    if (tw__forked(s))
+        return -ECHILD; /* the parent's: fork.c */
     if (tw__on_worker(s))
         return -EDEADLK;
     pthread_mutex_lock(&s->mu);

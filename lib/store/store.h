@@ -18,6 +18,8 @@
  *             the core wheel, the due queue, rate-bounded delivery.
  *   poll.c    polled delivery: a FIFO of copies and an eventfd for an
  *             event loop's thread (cfg.polled).
+ *   fork.c    what a child of fork() may do with an inherited store:
+ *             nothing but -ECHILD (a generation bumped by pthread_atfork).
  *   witness.c dir/DURABLE, how far the durable commits reached, kept
  *             outside the database: a log that lost synced commits is
  *             reported at the next open.
@@ -227,6 +229,7 @@ struct tw_store {
     uint64_t fail_at;    /* ops from this index on failed (when err) */
     int err;             /* sticky failure, 0 while healthy */
     bool closing;
+    unsigned fork_gen;      /* tw__fork_gen at the open (fork.c) */
     _Atomic uint64_t count; /* tw_store_count() */
 
     /* The worker's alone. */
@@ -251,6 +254,18 @@ struct tw_store {
 };
 
 bool tw__on_worker(const struct tw_store *s);
+
+/* fork.c: the fork generation now (watching for forks from the first
+ * call on); a store notes it at its open. */
+extern _Atomic unsigned tw__fork_gen;
+unsigned tw__fork_watch(void);
+
+/* Is this a child of fork() holding its parent's store? */
+static inline bool tw__forked(const struct tw_store *s)
+{
+    return atomic_load_explicit(&tw__fork_gen, memory_order_relaxed) !=
+           s->fork_gen;
+}
 
 /* ops.c */
 int tw__ops_reserve(struct tw_store *s, size_t n);
