@@ -276,6 +276,54 @@ TW_PUBLIC int64_t tw_store_poll(struct tw_store *s, tw_store_deliver_fn *fn,
  * yet committed are not counted. 0 for NULL. */
 TW_PUBLIC uint64_t tw_store_count(const struct tw_store *s);
 
+/*
+ * What an operator reads of a running store (tw_store_metrics()). Counters
+ * count from the open; gauges are as of the read. Read without stopping
+ * anything: each figure is one relaxed load of a value the worker or a
+ * producer keeps, so the figures of one read need not be of one instant
+ * (unacked may lag deliveries by the ack being applied). Fields are only
+ * ever added at the end, taken from reserved, which reads 0.
+ */
+struct tw_store_metrics {
+    uint64_t queue_depth;    /* gauge: operations accepted, not yet durable
+                              * or failed (the batch being written too) */
+    uint64_t commits;        /* counter: batches written and synced */
+    uint64_t committed_ops;  /* counter: operations in those batches */
+    uint64_t last_batch_ops; /* gauge: operations in the latest batch */
+    uint64_t commit_ns;      /* counter: time in the batches' write and
+                              * sync, summed (mean: / commits) */
+    uint64_t last_commit_ns; /* gauge: the latest batch's write and sync */
+    uint64_t max_commit_ns;  /* gauge: the longest since the open */
+    uint64_t sync_failures;  /* counter: writes or syncs that failed (the
+                              * store then fails: see the errors above) */
+    uint64_t deliveries;     /* counter: timers delivered (to the callback,
+                              * or queued for tw_store_poll()), again after
+                              * a restart included */
+    uint64_t unacked;        /* gauge: delivered, not yet acknowledged or
+                              * cancelled */
+    uint64_t in_memory;      /* gauge: timers in the window (in memory) */
+    uint64_t held;           /* gauge: tw_store_count() */
+    uint64_t reserved[8];    /* 0: room for fields to come */
+};
+
+/*
+ * Fill *m with s's figures (above). 0, -EINVAL for a NULL s or m, -ECHILD
+ * in a child of fork(). Cheap enough to read at any rate: no lock.
+ */
+TW_PUBLIC int tw_store_metrics(const struct tw_store *s,
+                               struct tw_store_metrics *m);
+
+/*
+ * The same figures in the Prometheus text format (version 0.0.4), written
+ * into buf as snprintf() does: never more than len bytes, NUL-terminated
+ * when len > 0, and the return is the whole text's length (excluding the
+ * NUL), so a return >= len means buf was too short; buf may be NULL when
+ * len is 0. Names are timewheel_store_*, times in seconds. Returns a
+ * negative errno as tw_store_metrics(), or -EOVERFLOW (text beyond INT_MAX).
+ */
+TW_PUBLIC int tw_store_metrics_text(const struct tw_store *s, char *buf,
+                                    size_t len);
+
 /* A record seen by tw_store_scan(); return non-zero to stop. */
 typedef int tw_store_visit_fn(struct tw_store_id id, const void *payload,
                               size_t len, void *ctx);

@@ -68,6 +68,7 @@ static int submit(struct tw_store *s, struct tw__op *op, bool new_id)
             s->q_first_ns = tw__mono_ns();
         s->q[s->qlen++] = *op;
         s->accepted++;
+        tw__stat_set(&s->stats.accepted, s->accepted);
         if (s->qlen == 1 || s->qlen == s->cfg.commit_ops)
             pthread_cond_signal(&s->work_cv);
     }

@@ -88,6 +88,7 @@ static void commit_one(struct tw_store *s)
         s->fail_at = first;
     }
     s->finished += n;
+    tw__stat_set(&s->stats.finished, s->finished);
     pthread_cond_broadcast(&s->done_cv);
 }
 

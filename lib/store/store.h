@@ -20,6 +20,8 @@
  *             event loop's thread (cfg.polled).
  *   fork.c    what a child of fork() may do with an inherited store:
  *             nothing but -ECHILD (a generation bumped by pthread_atfork).
+ *   metrics.c tw_store_metrics() and its Prometheus text: figures kept
+ *             where they change, read without a lock.
  *   witness.c dir/DURABLE, how far the durable commits reached, kept
  *             outside the database: a log that lost synced commits is
  *             reported at the next open.
@@ -199,6 +201,29 @@ struct tw__op {
                           * target in memory that leaves, or NULL */
 };
 
+/* The figures of tw_store_metrics() (metrics.c). Each has one writer at a
+ * time (the worker, or a producer under mu), which stores with a relaxed
+ * load and store (tw__stat_add()), and readers load: no lock, no atomic
+ * read-modify-write on the hot paths. */
+struct tw__stats {
+    _Atomic uint64_t accepted, finished; /* under mu: s->accepted, ... */
+    _Atomic uint64_t commits, committed_ops, last_batch_ops;
+    _Atomic uint64_t commit_ns, last_commit_ns, max_commit_ns;
+    _Atomic uint64_t sync_failures;
+    _Atomic uint64_t deliveries, unacked, in_memory;
+};
+
+static inline void tw__stat_set(_Atomic uint64_t *c, uint64_t v)
+{
+    atomic_store_explicit(c, v, memory_order_relaxed);
+}
+
+static inline void tw__stat_add(_Atomic uint64_t *c, int64_t n)
+{
+    tw__stat_set(c,
+                 atomic_load_explicit(c, memory_order_relaxed) + (uint64_t)n);
+}
+
 /* A put or delete of a batch, before the batch is sorted (commit.c). */
 struct tw__write {
     struct tw_store_id id;
@@ -231,6 +256,7 @@ struct tw_store {
     bool closing;
     unsigned fork_gen;      /* tw__fork_gen at the open (fork.c) */
     _Atomic uint64_t count; /* tw_store_count() */
+    struct tw__stats stats; /* tw_store_metrics() */
 
     /* The worker's alone. */
     struct tw__op *wq; /* the batch being committed */

@@ -445,3 +445,22 @@ Test(store_errors, a_failing_info_log_changes_nothing)
     cr_assert_eq(fault_disarm(), 0, "RocksDB wrote its info log");
     cr_assert_eq(st_on_disk(dir), 1);
 }
+
+/* A failed write or sync is counted (tw_store_metrics()): the first call
+ * of a commit fails. */
+Test(store_errors, a_failed_sync_is_counted)
+{
+    struct tw_store *s = st_open(dir, &rec);
+    struct tw_store_metrics m;
+
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "a", 1, NULL), 0);
+    fault_arm(dir, 0, EIO);
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "b", 1, NULL), -EIO);
+    fault_disarm();
+    cr_assert_eq(tw_store_metrics(s, &m), 0);
+    cr_assert_eq(m.sync_failures, 1);
+    cr_assert_eq(m.commits, 1);
+    cr_assert_eq(m.queue_depth, 0);
+    cr_assert_eq(m.held, 1);
+    cr_assert_eq(tw_store_close(s), -EIO);
+}

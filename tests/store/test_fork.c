@@ -25,6 +25,7 @@ static void never(struct tw_store *s, struct tw_store_id id,
 static int child_checks(struct tw_store *s, struct tw_store_id id)
 {
     struct tw_store_config cfg;
+    struct tw_store_metrics m;
     int bad = 0, err = 0;
 
     bad += tw_store_schedule_at(s, 1, "c", 1, NULL, NULL, NULL) != -ECHILD;
@@ -35,6 +36,8 @@ static int child_checks(struct tw_store *s, struct tw_store_id id)
     bad += tw_store_sync(s) != -ECHILD;
     bad += tw_store_fd(s) != -ECHILD;
     bad += tw_store_poll(s, never, NULL, 1) != -ECHILD;
+    bad += tw_store_metrics(s, &m) != -ECHILD;
+    bad += tw_store_metrics_text(s, NULL, 0) != -ECHILD;
     tw_store_config_init(&cfg);
     cfg.polled = true;
     bad += tw_store_open(dir, &cfg, &err) != NULL || err != -EBUSY;
