@@ -394,3 +394,57 @@ Test(store_damage, a_long_key_is_ebadmsg)
 
     bad_key(k, sizeof k);
 }
+
+/* ---- the witness (lib/store/witness.c) ----------------------------------- */
+
+static void write_witness(const void *b, size_t n)
+{
+    char path[128];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/DURABLE", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(b, 1, n, f), n);
+    fclose(f);
+}
+
+/* A torn or garbled witness is damage; one ahead of the database (a
+ * database replaced by an older copy) too; an empty one is a new store's. */
+Test(store_damage, a_damaged_or_ahead_witness_is_ebadmsg)
+{
+    unsigned char b[16] = {0, 0, 0, 0, 0, 0, 0, 9};
+    struct tw_store *s = st_open(dir, &rec);
+
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "w", 1, NULL), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    write_witness(b, 7); /* torn */
+    cr_assert_eq(open_err(), -EBADMSG);
+    cr_assert_eq(tw_store_scan(dir, st_count_visit, &(int64_t){0}), -EBADMSG);
+    write_witness(b, sizeof b); /* no complement */
+    cr_assert_eq(open_err(), -EBADMSG);
+    for (int i = 8; i < 16; i++)
+        b[i] = (unsigned char)~b[i - 8];
+    b[7] = 200, b[15] = (unsigned char)~200; /* seq 200: ahead */
+    write_witness(b, sizeof b);
+    cr_assert_eq(open_err(), -EBADMSG);
+    cr_assert_eq(tw_store_scan(dir, st_count_visit, &(int64_t){0}), -EBADMSG);
+    write_witness(b, 0); /* empty: nothing to check */
+    cr_assert_eq(open_err(), 0);
+    cr_assert_eq(st_on_disk(dir), 1);
+}
+
+/* A witness that cannot be opened (a directory in its place): the open
+ * says so, with the errno. */
+Test(store_damage, a_witness_that_cannot_be_opened)
+{
+    char path[128];
+    struct tw_store *s = st_open(dir, &rec);
+
+    cr_assert_eq(tw_store_close(s), 0);
+    snprintf(path, sizeof path, "%s/DURABLE", dir);
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(mkdir(path, 0755), 0);
+    cr_assert_eq(open_err(), -EISDIR);
+    cr_assert_eq(tw_store_scan(dir, st_count_visit, &(int64_t){0}), -EISDIR);
+}
