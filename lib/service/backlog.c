@@ -266,7 +266,7 @@ void tw__backlog_check(struct tw_service *s, struct tw__rings *r)
 
     if (dead_in_msgs(s, r, bound) >= bound && !r->kicked) {
         r->kicked = true;
-        tw__worker_kick(s);
+        tw__wake_kick(s);
     }
 }
 
@@ -303,7 +303,7 @@ void tw__backlog_schedule(struct tw_service *s, struct tw__rings *r)
     r->msgs_mine = sent;
     if (msgs < w.bound && fresh < w.bound)
         return;
-    tw__worker_kick(s);
+    tw__wake_kick(s);
     w.msgs = msgs >= 2 * w.bound ? &r->msgs : NULL;
     w.fresh = fresh >= 2 * w.bound ? &r->fresh : NULL;
     if (w.msgs || w.fresh)
@@ -342,7 +342,7 @@ void tw__backlog_schedule_queue(struct tw_service *s)
     left = queue_untaken(s);
     if (left < w.bound)
         return;
-    tw__worker_kick(s);
+    tw__wake_kick(s);
     if (left >= 2 * w.bound)
         wait_reap(s, &w);
 }

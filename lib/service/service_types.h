@@ -50,7 +50,8 @@ enum tw__hstate {
  * cancelq: out of memory) clears it again in its store of CANCELLED, which
  * no one can see before (handle.c). Cleared by the worker when it takes
  * the message: by compare-and-swap, or by a plain store for a timer
- * cancelled in the wheel, whose word no one else moves (take_cancel). */
+ * cancelled in the wheel, whose word no one else moves
+ * (tw__handle_take_message). */
 #define TW__CQ 0x20u
 /* The service let go of the handle while TW__CQ was set: the worker drops
  * the service's reference when it takes the message (service.h, "Custody"). */
@@ -65,6 +66,22 @@ enum tw__outcome {
 };
 
 struct tw_service;
+
+/* What a message means to the worker (handle.c, tw__handle_take_message):
+ * unlink the cancelled timer, move the re-armed one, or nothing. */
+enum tw__msg {
+    TW__MSG_NONE,
+    TW__MSG_UNLINK,
+    TW__MSG_MOVE,
+};
+
+/* The answer to a service thread's claim of a due or queued handle
+ * (handle.c): run it, put it back (later), or let go of it (gone). */
+enum tw__claim {
+    TW__CLAIM_WON,
+    TW__CLAIM_LATER,
+    TW__CLAIM_GONE,
+};
 
 /*
  * A handle is one allocation: struct tw_handle, followed by a struct
