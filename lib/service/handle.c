@@ -546,6 +546,11 @@ static bool seal_last_run(struct tw_handle *h, uint32_t *w)
  * reads the word. */
 static int cancel(struct tw_handle *h, bool release, uint32_t w)
 {
+    if (__builtin_expect(tw__inherited(h), 0)) { /* fork.c */
+        if (release)
+            tw__handle_unref(h);
+        return -ECHILD;
+    }
     for (;;) {
         switch (tw__st(w)) {
         case TW__PENDING:
@@ -689,6 +694,8 @@ TW_PUBLIC int tw_handle_cancel_wait(struct tw_handle *h)
 
     if (!h)
         return -EINVAL;
+    if (tw__inherited(h))
+        return -ECHILD; /* fork.c */
     if (tw__running == h)
         return -EDEADLK;
     /* Whatever the cancel answers, no run starts after it (a running
@@ -734,6 +741,8 @@ TW_PUBLIC int tw_handle_rearm_at(struct tw_handle *h, uint64_t deadline)
 {
     if (!h)
         return -EINVAL;
+    if (tw__inherited(h))
+        return -ECHILD; /* fork.c */
     for (;;) {
         uint32_t w = tw__handle_settle(h);
         int st = tw__st(w);

@@ -156,6 +156,7 @@ tw_service_create(const struct tw_service_config *cfg, int *err)
     if (cfg && cfg->executor_threads <= MAX_EXECUTOR_THREADS &&
         (cfg->catchup == TW_CATCHUP_SKIP || cfg->catchup == TW_CATCHUP_ALL)) {
         tw__gate_init();
+        tw__fork_watch();
         s = new_service();
         rc = s ? start(s, cfg) : -ENOMEM;
         if (rc && s) {
@@ -337,6 +338,8 @@ TW_PUBLIC int tw_service_stop(struct tw_service *s, tw_handback_fn *fn,
 {
     if (!s)
         return -EINVAL;
+    if (s->forked)
+        return -ECHILD; /* fork.c */
     if (tw__svc_current == s)
         return -EDEADLK;
     pthread_mutex_lock(&s->stop_lock);
@@ -354,6 +357,8 @@ TW_PUBLIC int tw_service_destroy(struct tw_service *s)
 
     if (!s)
         return 0;
+    if (s->forked)
+        return -ECHILD; /* fork.c: at once, nothing freed */
     rc = tw_service_stop(s, NULL, NULL);
     if (!rc)
         free_service(s);

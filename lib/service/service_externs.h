@@ -60,6 +60,13 @@ void tw__futex_wake(_Atomic uint32_t *word);
 extern _Atomic(struct tw_service *) tw__registry[TW__SLOTS];
 int tw__registry_add(struct tw_service *s);
 void tw__registry_remove(struct tw_service *s);
+/* fork's child handler: mark every live service forked (fork.c). */
+void tw__registry_forked(void);
+/* The slots a child of fork() inherited (their handles answer -ECHILD). */
+extern atomic_bool tw__registry_stale[TW__SLOTS];
+
+/* fork.c: install the child handler, once (at the first create). */
+void tw__fork_watch(void);
 
 /* worker.c */
 void *tw__worker_main(void *arg);

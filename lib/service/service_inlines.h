@@ -95,6 +95,15 @@ static inline struct tw_service *tw__svc(const struct tw_handle *h)
                                 memory_order_acquire);
 }
 
+/* Whether h belongs to a service a child of fork() inherited (fork.c):
+ * by its slot, without reading the service. */
+static inline bool tw__inherited(const struct tw_handle *h)
+{
+    return atomic_load_explicit(
+        &tw__registry_stale[tw__fixed(h) >> TW__SLOT_SHIFT],
+        memory_order_relaxed);
+}
+
 /* ---- callbacks.c's half ---- */
 
 /* h's callback: in s's table (callbacks.c), or in h's tail. */
@@ -230,7 +239,7 @@ static inline struct tw__stripe *tw__gate_enter(struct tw_service *s, int *rc)
     /* A call that sees the gate closed leaves the counts alone, so the
      * calls stop refuses cannot keep it waiting (gate.c, "Bounded"). */
     if (atomic_load_explicit(&s->closed, memory_order_relaxed)) {
-        *rc = -ESHUTDOWN;
+        *rc = s->forked ? -ECHILD : -ESHUTDOWN; /* fork.c */
         return NULL;
     }
     if (!tw__shared(s, st) &&
@@ -242,7 +251,7 @@ static inline struct tw__stripe *tw__gate_enter(struct tw_service *s, int *rc)
     }
     if (atomic_load_explicit(&s->closed, memory_order_seq_cst)) {
         tw__gate_leave(s, st);
-        *rc = -ESHUTDOWN;
+        *rc = s->forked ? -ECHILD : -ESHUTDOWN;
         return NULL;
     }
     *rc = 0;

@@ -276,6 +276,7 @@ struct tw_service {
     unsigned slot; /* in the registry: its handles' way back to it */
     /* Read by every producer, written rarely. */
     atomic_bool closed; /* stop has begun: the gate refuses */
+    bool forked;        /* a child of fork() inherited it: -ECHILD (fork.c) */
     atomic_bool behind; /* the worker is more than max_lag behind: refuse */
     enum tw_mode mode;
     enum tw_catchup catchup;
