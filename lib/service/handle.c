@@ -251,16 +251,6 @@ bool tw__handle_waiting(struct tw_handle *h)
     return tw__st(tw__handle_settle(h)) == TW__PENDING;
 }
 
-/* Whether a canceller or re-armer holds h's word (CANCELLING, LOCKED) at
- * this instant: the worker puts such a new handle aside instead of
- * waiting for it (worker.c). */
-bool tw__handle_held(struct tw_handle *h)
-{
-    int st = tw__st(atomic_load_explicit(&h->word, memory_order_relaxed));
-
-    return st == TW__CANCELLING || st == TW__LOCKED;
-}
-
 /*
  * The commonest message: h was cancelled while in the wheel, its word w
  * (settled). Nothing but the worker moves that word any more: CANCELLED

@@ -39,7 +39,6 @@ uint32_t tw__handle_settle(struct tw_handle *h);
 /* The moves of the service's own threads: they ask, and act on the
  * answer (handle.c is the only file that changes a handle's word). */
 bool tw__handle_waiting(struct tw_handle *h);
-bool tw__handle_held(struct tw_handle *h);
 enum tw__msg tw__handle_take_message(struct tw_handle *h, bool in_wheel);
 void tw__handle_unlinked(struct tw_handle *h);
 enum tw__claim tw__handle_claim(struct tw_handle *h, bool exec,

@@ -72,6 +72,16 @@ static inline enum tw_period tw__kind(const struct tw_handle *h)
     return tw__fixed(h) & TW__HF_FIXED_DELAY ? TW_FIXED_DELAY : TW_FIXED_RATE;
 }
 
+/* Whether a canceller or re-armer holds h's word (CANCELLING, LOCKED) at
+ * this instant: the worker puts such a new handle aside instead of
+ * waiting for it (worker.c). A read, inline: on every admission. */
+static inline bool tw__handle_held(struct tw_handle *h)
+{
+    int st = tw__st(atomic_load_explicit(&h->word, memory_order_relaxed));
+
+    return st == TW__CANCELLING || st == TW__LOCKED;
+}
+
 /* The argument: kept in the core's timer, whose own field it is not, as
  * the wheel calls its expiry function (tw__worker_expire) instead. */
 static inline void *tw__arg(const struct tw_handle *h)
@@ -334,7 +344,6 @@ static inline void tw__worker_post(struct tw_service *s, struct tw_handle *h)
         atomic_signal_fence(memory_order_seq_cst); /* see tw__wake_pushed */
     } else {
         tw__backlog_schedule_queue(s);
-        atomic_fetch_add_explicit(&s->newq_in, 1, memory_order_relaxed);
         tw__mpsc_push(&s->newq, &h->qnode);
     }
     tw__wake_pushed(s, due);

@@ -304,10 +304,6 @@ struct tw_service {
     atomic_size_t newq_out;
     atomic_bool hinted; /* a re-arm to an earlier deadline sent a message */
     struct tw__mpsc newq;
-    /* Handles pushed onto newq: counted by the pushers (threads without a
-     * ring, the executor's hand-backs), so that a canceller without a ring
-     * sees how many wait for admission there (backlog.c). */
-    _Alignas(TW__CACHE_LINE) atomic_size_t newq_in;
     struct tw__mpsc cancelq;                    /* struct tw__qmsg nodes */
     struct tw__stripe stripes[TW__STRIPES + 1]; /* the last: shared */
     /* Each owned stripe's rings (ring.c), made by its owner at its first
