@@ -96,6 +96,11 @@ EXT_store := -lrocksdb -Wl,--no-as-needed,-lstdc++ -lpthread -lm
 # What librocksdb.a itself needs, for a static link (pkg-config --static):
 # Debian's RocksDB is built with these compressors.
 STATIC_store := -lsnappy -lgflags -lz -lbz2 -llz4 -lzstd -ldl
+# A layer's needs in a static link (Libs.private): its EXT_ and STATIC_
+# flags; the store's in link order (RocksDB, its compressors, then the C++
+# runtime they all need).
+PRIV = $(if $(PRIV_$(1)),$(PRIV_$(1)),$(EXT_$(1)) $(STATIC_$(1)))
+PRIV_store := -lrocksdb $(STATIC_store) -lstdc++ -lpthread -lm
 DESC_core := hierarchical and hashed timing wheels for C
 DESC_service := a thread-safe timer service over timewheel
 DESC_loop := helpers to drive timewheel from an event loop
@@ -188,6 +193,10 @@ TEST_CFLAGS := $(WARN) $(OPT) $(SANFLAGS) -Iinclude $(CPPFLAGS_COMMON) -Ilib/cor
 # that needs more sets DEPS_EXTRA for itself (make test: DEPS_EXAMPLES).
 DEPS_CORE := dpkg-dev libjemalloc-dev liburcu-dev pkg-config libcriterion-dev
 DEPS_EXTRA ?=
+# The host matrix's hosts (tests/hosts/run.sh): C++, RocksDB (already the
+# store's), tcmalloc, mimalloc, Debian's jemalloc, CMake, Python.
+DEPS_HOSTS := g++ libgoogle-perftools-dev libmimalloc-dev libjemalloc-dev \
+              cmake python3
 
 .PHONY: all lib test test-run check deps install uninstall clean
 all: lib
@@ -202,16 +211,19 @@ $(TEST_BIN): $(TEST_OBJ) $(STATIC)
 
 # make test, in four steps: the packaging tests (tests/install_test.sh:
 # installed copies built against through pkg-config, at a prefix of one's
-# own and at /usr/local; tests/readme_test.sh: the README's example), the examples over real event loops (examples-run,
+# own and at /usr/local; tests/hosts/run.sh, the host matrix, skipped in a
+# sanitizer variant since it installs and loads the default build;
+# tests/readme_test.sh: the README's example), the examples over real event loops (examples-run,
 # docs/examples/examples.mk: libuv, libevent and epoll servers on 127.0.0.1,
 # hence DEPS_EXAMPLES), then the Criterion suite, whose summary is the last
 # thing printed.
-test: DEPS_EXTRA = $(DEPS_EXAMPLES)
+test: DEPS_EXTRA = $(DEPS_EXAMPLES) $(DEPS_HOSTS)
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
 test-run: $(TEST_BIN)
 	sh tests/install_test.sh
+	$(if $(SAN),,sh tests/hosts/run.sh)
 	sh tests/readme_test.sh
 	@$(MAKE) --no-print-directory examples-run
 	$(TEST_BIN) $(TEST_ARGS)
@@ -245,27 +257,50 @@ deps:
 # wants no run paths) a module's Libs carry a run path to its libdir, so that
 # `cc prog.c $(pkg-config --cflags --libs timewheel)` makes a program that
 # starts, under /usr/local (no ldconfig needed) or any prefix of the user's.
-PC_VERSION = $(shell sed -n 's/^\#define TW_VERSION_STRING "\(.*\)"/\1/p' include/timewheel/core.h)
+# Libs.private lists everything a static link needs beyond the archives
+# (`pkg-config --static --libs`: the store's RocksDB and its compressors,
+# libstdc++, libm, threads), so that those flags alone link a program.
+#
+# LIBDIR: where the libraries, the .pc files (LIBDIR/pkgconfig) and the
+# CMake package (LIBDIR/cmake/timewheel) go; a multiarch layout is
+# make install PREFIX=/usr LIBDIR=/usr/lib/x86_64-linux-gnu. Each shared
+# library is installed under its full version (libtimewheel.so.0.1.0),
+# with the soname's link (.so.0) and the link-time name (.so).
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+# libdir as the .pc file writes it: relative to ${prefix} when under it.
+PC_LIBDIR = $(if $(filter $(PREFIX)/%,$(LIBDIR)),$${prefix}/$(patsubst $(PREFIX)/%,%,$(LIBDIR)),$(LIBDIR))
+PC_VERSION = $(SO_VERSION)
 PC_RUNPATH = $(if $(filter /usr /usr/,$(PREFIX)),, -Wl$(comma)-rpath$(comma)$${libdir})
-pc_text = prefix=$(PREFIX)\nincludedir=$${prefix}/include\nlibdir=$${prefix}/lib\n\nName: $(NAME_$(1))\nDescription: $(DESC_$(1))\nVersion: $(PC_VERSION)\nRequires: $(foreach n,$(NEEDS_$(1)),$(NAME_$(n)))\nCflags: -I$${includedir}\nLibs: -L$${libdir} -l$(NAME_$(1))$(PC_RUNPATH)\nLibs.private: $(EXT_$(1))\n
-PCDIR = $(DESTDIR)$(PREFIX)/lib/pkgconfig
+pc_text = prefix=$(PREFIX)\nincludedir=$${prefix}/include\nlibdir=$(PC_LIBDIR)\n\nName: $(NAME_$(1))\nDescription: $(DESC_$(1))\nVersion: $(PC_VERSION)\nRequires: $(foreach n,$(NEEDS_$(1)),$(NAME_$(n)))\nCflags: -I$${includedir}\nLibs: -L$${libdir} -l$(NAME_$(1))$(PC_RUNPATH)\nLibs.private: $(call PRIV,$(1))\n
+PCDIR = $(DESTDIR)$(LIBDIR)/pkgconfig
+CMAKEDIR = $(DESTDIR)$(LIBDIR)/cmake/timewheel
+# The CMake package's templates (cmake/), filled with the install's paths.
+cmake_subst = sed -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(PREFIX)/include|' \
+    -e 's|@VERSION@|$(SO_VERSION)|' -e 's|@LAYERS@|$(LAYERS)|' \
+    $(foreach l,$(LAYERS),-e 's|@EXT_$(l)@|$(call PRIV,$(l))|')
 
 install: lib
-	install -d $(DESTDIR)$(PREFIX)/include/timewheel $(PCDIR)
+	install -d $(DESTDIR)$(PREFIX)/include/timewheel $(DESTDIR)$(LIBDIR) $(PCDIR) $(CMAKEDIR)
 	install -m 644 include/timewheel.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 include/timewheel/*.h $(DESTDIR)$(PREFIX)/include/timewheel/
 	$(foreach l,$(LAYERS),\
-	install -m 644 $(A_$(l)) $(DESTDIR)$(PREFIX)/lib/ && \
-	install -m 755 $(SO_$(l)) $(DESTDIR)$(PREFIX)/lib/lib$(NAME_$(l)).so.0 && \
-	ln -sf lib$(NAME_$(l)).so.0 $(DESTDIR)$(PREFIX)/lib/lib$(NAME_$(l)).so && \
+	install -m 644 $(A_$(l)) $(DESTDIR)$(LIBDIR)/ && \
+	install -m 755 $(SO_$(l)) $(DESTDIR)$(LIBDIR)/lib$(NAME_$(l)).so.$(SO_VERSION) && \
+	ln -sf lib$(NAME_$(l)).so.$(SO_VERSION) $(DESTDIR)$(LIBDIR)/lib$(NAME_$(l)).so.$(SO_MAJOR) && \
+	ln -sf lib$(NAME_$(l)).so.$(SO_MAJOR) $(DESTDIR)$(LIBDIR)/lib$(NAME_$(l)).so && \
 	printf '$(call pc_text,$(l))' > $(PCDIR)/$(NAME_$(l)).pc;)
+	$(cmake_subst) cmake/timewheelConfig.cmake.in > $(CMAKEDIR)/timewheelConfig.cmake
+	$(cmake_subst) cmake/timewheelConfigVersion.cmake.in > $(CMAKEDIR)/timewheelConfigVersion.cmake
 
 uninstall:
-	rm -rf $(DESTDIR)$(PREFIX)/include/timewheel
+	rm -rf $(DESTDIR)$(PREFIX)/include/timewheel $(CMAKEDIR)
 	rm -f $(DESTDIR)$(PREFIX)/include/timewheel.h
-	$(foreach l,$(LAYERS),rm -f $(DESTDIR)$(PREFIX)/lib/lib$(NAME_$(l)).a \
-	    $(DESTDIR)$(PREFIX)/lib/lib$(NAME_$(l)).so \
-	    $(DESTDIR)$(PREFIX)/lib/lib$(NAME_$(l)).so.0 $(PCDIR)/$(NAME_$(l)).pc;)
+	$(foreach l,$(LAYERS),rm -f $(DESTDIR)$(LIBDIR)/lib$(NAME_$(l)).a \
+	    $(DESTDIR)$(LIBDIR)/lib$(NAME_$(l)).so \
+	    $(DESTDIR)$(LIBDIR)/lib$(NAME_$(l)).so.$(SO_MAJOR) \
+	    $(DESTDIR)$(LIBDIR)/lib$(NAME_$(l)).so.$(SO_VERSION) $(PCDIR)/$(NAME_$(l)).pc;)
+	-rmdir $(PCDIR) $(DESTDIR)$(LIBDIR)/cmake 2>/dev/null
 
 clean:
 	rm -rf $(BUILD)
@@ -321,6 +356,8 @@ format-check: format-tool
 #   tests/mosquitto/mosquitto.mk  make mosquitto, mosquitto-test, mosquitto-ci
 #                              (CI), mosquitto-bench, mosquitto-check (a step
 #                              of make test): Mosquitto on timewheel
+#   abi/abi.mk                 make abi-check (CI), abi-dump: the shared
+#                              libraries' ABI against the dumps in abi/
 include bench/bench.mk
 include bench/service/service.mk
 include bench/netty/netty.mk
@@ -329,6 +366,7 @@ include docs/examples/examples.mk
 include tests/store/store.mk
 include bench/store/store.mk
 include tests/mosquitto/mosquitto.mk
+include abi/abi.mk
 
 # The header dependencies written by -MMD, of the objects above and of the
 # fragments' (each adds its own to DEP_FILES); absent before the first

@@ -30,6 +30,10 @@
 #   --disable-libdl                its background threads start through
 #                                  pthread_create() as linked, not one looked
 #                                  up with dlsym(RTLD_NEXT): no -ldl needed
+#   -g0                            no debug information of jemalloc's own
+#                                  in libtimewheel: the ABI dump (abi/, make
+#                                  abi-check) then holds the library's types
+#                                  only, the same on every machine
 #   no --enable-prof               Debian's has it; a private heap has no
 #                                  one to profile it with jeprof
 set -eu
@@ -75,7 +79,7 @@ if [ ! -f Makefile ]; then
     "$conf" --with-jemalloc-prefix=tw_je_ --with-private-namespace=tw_ \
         --without-export --disable-cxx --disable-initial-exec-tls \
         --with-lg-page=$page --with-lg-hugepage=21 --disable-doc --disable-libdl \
-        EXTRA_CFLAGS="$tls" >configure.log 2>&1 || {
+        EXTRA_CFLAGS="$tls -g0" >configure.log 2>&1 || {
         tail -n 20 configure.log >&2
         exit 1
     }

@@ -1,10 +1,10 @@
 /*
  * The allocator seam's jemalloc default (lib/core/jemalloc.c), read through
- * the library's private jemalloc's tw_je_mallctl(): which arena each size class comes from, that
- * blocks go back to it from any thread, that a thread that only frees has
- * a thread cache, that a freed burst is taken again page for page, by the
- * same thread or a new one, and that a thread the application bound to an
- * arena stays there.
+ * the library's private jemalloc's tw_je_mallctl(): which arena each size class
+ * comes from, that blocks go back to it from any thread, that a thread that
+ * only frees has a thread cache, that a freed burst is taken again page for
+ * page, by the same thread or a new one, and that a thread the application
+ * bound to an arena stays there.
  *
  * Each test empties this thread's jemalloc cache first: it holds blocks of
  * every arena by size class (Criterion's own, too), and hands them out
@@ -288,8 +288,9 @@ static void set_decay(unsigned a, const ssize_t *ms, ssize_t *old)
         size_t len = sizeof(old[k]);
 
         snprintf(name, sizeof(name), "arena.%u.%s_decay_ms", a, kind[k]);
-        cr_assert_eq(tw_je_mallctl(name, old ? &old[k] : NULL, old ? &len : NULL,
-                             (void *)&ms[k], sizeof(ms[k])),
+        cr_assert_eq(tw_je_mallctl(name, old ? &old[k] : NULL,
+                                   old ? &len : NULL, (void *)&ms[k],
+                                   sizeof(ms[k])),
                      0, "%s", name);
     }
 }
@@ -457,7 +458,8 @@ Test(core_jemalloc, a_thread_the_application_bound_stays_bound)
     void *p;
 
     cr_assert_eq(tw_je_mallctl("arenas.create", &mine, &len, NULL, 0), 0);
-    cr_assert_eq(tw_je_mallctl("thread.arena", NULL, NULL, &mine, sizeof(mine)), 0);
+    cr_assert_eq(tw_je_mallctl("thread.arena", NULL, NULL, &mine, sizeof(mine)),
+                 0);
     flush_cache();
     p = tw_alloc(HANDLE);
     cr_assert_not_null(p);
