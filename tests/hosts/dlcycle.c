@@ -41,7 +41,8 @@ static void *sym(const char *name)
     return p;
 }
 
-#define CALL(type, name) ((type *)sym(#name))
+/* The function name of the open library, as a pointer of its type. */
+#define FN(ret, name, ...) ((ret(*)(__VA_ARGS__))sym(#name))
 
 static void sleep_ms(long ms)
 {
@@ -79,18 +80,18 @@ static void core_cycle(void)
     struct tw_wheel *w;
     int fired = 0;
 
-    CALL(void(struct tw_config *, enum tw_mode), tw_config_init)(&cfg, TW_HIER);
-    w = CALL(struct tw_wheel * (const struct tw_config *, int *),
-             tw_create)(&cfg, NULL);
-    CALL(void(struct tw_timer *, tw_callback *, void *), tw_timer_init)
+    FN(void, tw_config_init, struct tw_config *, enum tw_mode)(&cfg, TW_HIER);
+    w = FN(struct tw_wheel *, tw_create, const struct tw_config *, int *)(&cfg,
+                                                                          NULL);
+    FN(void, tw_timer_init, struct tw_timer *, tw_callback *, void *)
     (&t, on_timer, &fired);
-    if (!w || CALL(int(struct tw_wheel *, struct tw_timer *, uint64_t),
-                   tw_schedule_after)(w, &t, 1000000) != 0)
+    if (!w || FN(int, tw_schedule_after, struct tw_wheel *, struct tw_timer *,
+                 uint64_t)(w, &t, 1000000) != 0)
         fail("core: schedule");
-    CALL(int64_t(struct tw_wheel *, uint64_t), tw_advance)(w, 1000000);
+    FN(int64_t, tw_advance, struct tw_wheel *, uint64_t)(w, 1000000);
     if (!fired)
         fail("core: the timer did not fire");
-    CALL(void(struct tw_wheel *), tw_destroy)(w);
+    FN(void, tw_destroy, struct tw_wheel *)(w);
 }
 
 static void loop_cycle(void)
@@ -101,22 +102,22 @@ static void loop_cycle(void)
     uint64_t now;
     int fired = 0;
 
-    if (CALL(int(struct tw_config *, int), tw_loop_config)(&cfg,
-                                                           CLOCK_MONOTONIC) ||
-        CALL(int(int, uint64_t *), tw_loop_clock)(CLOCK_MONOTONIC, &now))
+    FN(void, tw_config_init, struct tw_config *, enum tw_mode)(&cfg, TW_HIER);
+    if (FN(int, tw_loop_config, struct tw_config *, int)(&cfg,
+                                                         CLOCK_MONOTONIC) ||
+        FN(int, tw_loop_clock, int, uint64_t *)(CLOCK_MONOTONIC, &now))
         fail("loop: config");
-    w = CALL(struct tw_wheel * (const struct tw_config *, int *),
-             tw_create)(&cfg, NULL);
-    CALL(void(struct tw_timer *, tw_callback *, void *), tw_timer_init)
+    w = FN(struct tw_wheel *, tw_create, const struct tw_config *, int *)(&cfg,
+                                                                          NULL);
+    FN(void, tw_timer_init, struct tw_timer *, tw_callback *, void *)
     (&t, on_timer, &fired);
-    if (!w ||
-        CALL(int(struct tw_wheel *, struct tw_timer *, uint64_t, uint64_t),
-             tw_loop_schedule_after)(w, &t, now, 1000000))
+    if (!w || FN(int, tw_loop_schedule_after, struct tw_wheel *,
+                 struct tw_timer *, uint64_t, uint64_t)(w, &t, now, 1000000))
         fail("loop: schedule");
-    CALL(int64_t(struct tw_wheel *, uint64_t), tw_advance)(w, now + 2000000);
+    FN(int64_t, tw_advance, struct tw_wheel *, uint64_t)(w, now + 2000000);
     if (!fired)
         fail("loop: the timer did not fire");
-    CALL(void(struct tw_wheel *), tw_destroy)(w);
+    FN(void, tw_destroy, struct tw_wheel *)(w);
 }
 
 static struct tw_service *service_up(void)
@@ -125,14 +126,14 @@ static struct tw_service *service_up(void)
     struct tw_service *s;
     int ran = 0;
 
-    CALL(void(struct tw_service_config *, enum tw_mode), tw_service_config_init)
+    FN(void, tw_service_config_init, struct tw_service_config *, enum tw_mode)
     (&sc, TW_HIER);
-    s = CALL(struct tw_service * (const struct tw_service_config *, int *),
-             tw_service_create)(&sc, NULL);
+    s = FN(struct tw_service *, tw_service_create,
+           const struct tw_service_config *, int *)(&sc, NULL);
     if (!s ||
-        CALL(int(struct tw_service *, uint64_t, tw_service_callback *, void *,
-                 struct tw_handle **),
-             tw_service_schedule)(s, 1000000, on_service, &ran, NULL) ||
+        FN(int, tw_service_schedule, struct tw_service *, uint64_t,
+           tw_service_callback *, void *,
+           struct tw_handle **)(s, 1000000, on_service, &ran, NULL) ||
         !wait_for(&ran))
         fail("service: the timer did not fire");
     return s;
@@ -140,7 +141,7 @@ static struct tw_service *service_up(void)
 
 static void service_down(struct tw_service *s)
 {
-    if (CALL(int(struct tw_service *), tw_service_destroy)(s))
+    if (FN(int, tw_service_destroy, struct tw_service *)(s))
         fail("service: destroy");
 }
 
@@ -166,21 +167,19 @@ static void purgatory_cycle(void)
     const struct tw_key key = {"k", 1};
     int expired = 0;
 
-    CALL(void(struct tw_purgatory_config *), tw_purgatory_config_init)(&pc);
+    FN(void, tw_purgatory_config_init, struct tw_purgatory_config *)(&pc);
     pc.service = s;
-    p = CALL(struct tw_purgatory * (const struct tw_purgatory_config *, int *),
-             tw_purgatory_create)(&pc, NULL);
-    CALL(void(struct tw_delayed *, tw_try_complete_fn *, tw_delayed_fn *,
-              tw_delayed_fn *, void *),
-         tw_delayed_init)
-    (&op, never, NULL, on_expire, &expired);
+    p = FN(struct tw_purgatory *, tw_purgatory_create,
+           const struct tw_purgatory_config *, int *)(&pc, NULL);
+    FN(void, tw_delayed_init, struct tw_delayed *, tw_try_complete_fn *,
+       tw_delayed_fn *, tw_delayed_fn *, void *)
+    (&op, never, on_expire, NULL, &expired);
     if (!p ||
-        CALL(int(struct tw_purgatory *, struct tw_delayed *,
-                 const struct tw_key *, size_t, uint64_t),
-             tw_purgatory_watch)(p, &op, &key, 1, 1000000) ||
+        FN(int, tw_purgatory_watch, struct tw_purgatory *, struct tw_delayed *,
+           const struct tw_key *, size_t, uint64_t)(p, &op, &key, 1, 1000000) ||
         !wait_for(&expired))
         fail("purgatory: the timeout did not fire");
-    if (CALL(int(struct tw_purgatory *), tw_purgatory_destroy)(p))
+    if (FN(int, tw_purgatory_destroy, struct tw_purgatory *)(p))
         fail("purgatory: destroy");
     service_down(s);
 }
@@ -200,18 +199,17 @@ static void store_cycle(const char *dir)
     struct tw_store *s;
 
     delivered = 0;
-    CALL(void(struct tw_store_config *), tw_store_config_init)(&cfg);
+    FN(void, tw_store_config_init, struct tw_store_config *)(&cfg);
     cfg.deliver = on_deliver;
-    s = CALL(struct tw_store *
-                 (const char *, const struct tw_store_config *, int *),
-             tw_store_open)(dir, &cfg, NULL);
+    s = FN(struct tw_store *, tw_store_open, const char *,
+           const struct tw_store_config *, int *)(dir, &cfg, NULL);
     if (!s ||
-        CALL(int(struct tw_store *, uint64_t, const void *, size_t,
-                 tw_store_done_fn *, void *, struct tw_store_id *),
-             tw_store_schedule_after)(s, 0, "m", 1, NULL, NULL, NULL) ||
+        FN(int, tw_store_schedule_after, struct tw_store *, uint64_t,
+           const void *, size_t, tw_store_done_fn *, void *,
+           struct tw_store_id *)(s, 0, "m", 1, NULL, NULL, NULL) ||
         !wait_for(&delivered))
         fail("store: the timer did not fire");
-    if (CALL(int(struct tw_store *), tw_store_close)(s))
+    if (FN(int, tw_store_close, struct tw_store *)(s))
         fail("store: close");
 }
 
@@ -287,7 +285,7 @@ int main(int argc, char **argv)
         if (dlclose(lib))
             fail(dlerror());
         maps(name, &all, &named);
-        if (strcmp(layer, "core") != 0 && strcmp(layer, "store") != 0 && named)
+        if (strcmp(layer, "core") != 0 && named)
             fail("a layer's library still mapped after its dlclose");
         if (i == 10) {
             maps10 = all;
@@ -300,8 +298,9 @@ int main(int argc, char **argv)
            "threads %ld -> %ld, %s mappings after the last dlclose %ld\n",
            layer, CYCLES, maps10, all, rss10, status_kb("VmRSS:"), thr10,
            status_kb("Threads:"), name, named);
-    /* Bounded: no mapping, thread or 8 MB of RSS per 90 cycles. */
-    if (all > maps10 + 4 || status_kb("VmRSS:") > rss10 + 8192 ||
+    /* Bounded: from the 10th cycle to the 100th, at most 16 more mappings
+     * (RocksDB keeps a few of its own), no more threads, 8 MB more RSS. */
+    if (all > maps10 + 16 || status_kb("VmRSS:") > rss10 + 8192 ||
         status_kb("Threads:") > thr10)
         fail("mappings, RSS or threads grew with the cycles");
     snprintf(path, sizeof(path), "rm -rf %s", dir);

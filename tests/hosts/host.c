@@ -96,6 +96,7 @@ static void core_and_loop(void)
     struct tw_wheel *w;
     uint64_t now = 0;
 
+    tw_config_init(&cfg, TW_HIER);
     if (tw_loop_config(&cfg, CLOCK_MONOTONIC) != 0)
         fail("tw_loop_config");
     w = tw_create(&cfg, NULL);
@@ -143,7 +144,7 @@ static void service_and_purgatory(void)
     tw_purgatory_config_init(&pc);
     pc.service = s;
     p = tw_purgatory_create(&pc, NULL);
-    tw_delayed_init(&op, never, NULL, on_expire, &expired);
+    tw_delayed_init(&op, never, on_expire, NULL, &expired);
     if (!p || tw_purgatory_watch(p, &op, &key, 1, 1000000) != 0 ||
         !wait_for(&expired))
         fail("purgatory timeout");

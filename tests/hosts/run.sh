@@ -94,6 +94,11 @@ cc -O1 -o "$tmp/static" "$src" -DTW -static $(pkg-config --cflags --static \
     { cat "$tmp/static.log" >&2; fail "static: pkg-config --static does not link"; }
 out=$("$tmp/static")
 echo "$out" | grep -q "store timer fired" || fail "static: $out"
+# dladdr() knows no objects in a static program: the symbol table says
+# whose malloc it is (the C library's: malloc at __libc_malloc's address).
+addr() { nm "$tmp/static" | awk -v s="$1" '$3 == s { print $1 }'; }
+[ -n "$(addr malloc)" ] && [ "$(addr malloc)" = "$(addr __libc_malloc)" ] ||
+    fail "static: malloc is not the C library's"
 echo "  static (pkg-config --static): $(echo "$out" | tail -n 1)"
 passed=$((passed + 1))
 
