@@ -161,6 +161,7 @@ struct tw_store_config {
     uint32_t deliver_rate;
     uint32_t queue_max;
     bool polled;
+    uint64_t reserved[TW_RESERVED_WORDS]; /* zero; see TW_RESERVED_WORDS */
 };
 
 /* Fill cfg with the defaults above and no callback. NULL is a no-op. */
@@ -243,7 +244,8 @@ TW_PUBLIC int tw_store_schedule_durable(struct tw_store *s,
  * on disk. NULL is a no-op returning 0. Returns 0, the store's failure code
  * (the store is closed all the same), -EDEADLK from a callback (nothing
  * done), or -ECHILD in a child of fork() (nothing done: the store is the
- * parent's; the child must not use it again).
+ * parent's; the child must not use it again). Every store must be closed
+ * before a dlclose() of this library (docs/embedding.md, "dlclose").
  */
 TW_PUBLIC int tw_store_close(struct tw_store *s);
 
