@@ -17,25 +17,6 @@
 
 #include "purgatory.h"
 
-/* Own a WATCHING record or leave AGAIN on an owned one (shard locked).
- * Returns whether this call owns it now. */
-static bool own_or_note(struct tw__pwatch *w)
-{
-    unsigned s = atomic_load(&w->state);
-
-    for (;;) {
-        if (s & TW__P_DONE)
-            return false;
-        if (s == 0) {
-            if (tw__p_cas(w, &s, TW__P_OWNED))
-                return true;
-            continue;
-        }
-        if (tw__p_cas(w, &s, s | TW__P_AGAIN))
-            return false;
-    }
-}
-
 static int args_ok(struct tw_purgatory *p, const void *key, size_t len)
 {
     if (!p)
@@ -60,7 +41,7 @@ static struct tw__pwatch *own_key(struct tw_purgatory *p, const void *key,
          l && l != &k->watchers; l = l->next) {
         struct tw__pwatch *w = TW_CONTAINER_OF(l, struct tw__pentry, link)->w;
 
-        if (own_or_note(w)) {
+        if (tw__p_take_or_note(w, TW__P_OWNED, TW__P_AGAIN)) {
             w->next = owned;
             owned = w;
         }

@@ -239,6 +239,31 @@ static inline bool tw__p_cas(struct tw__pwatch *w, unsigned *expect,
     return true;
 }
 
+/*
+ * The one move every event makes on a record it meets: take a WATCHING
+ * record (0 -> take) or leave `note` on an owned one for its owner; a DONE
+ * record is left alone. Returns whether this call took it. A check takes
+ * OWNED and notes AGAIN (shard locked); a timeout that fires takes DONE
+ * and notes EXPIRE. Inline: a check does it for every record of its key.
+ */
+static inline bool tw__p_take_or_note(struct tw__pwatch *w, unsigned take,
+                                      unsigned note)
+{
+    unsigned s = atomic_load(&w->state);
+
+    for (;;) {
+        if (s & TW__P_DONE)
+            return false;
+        if (s == 0) {
+            if (tw__p_cas(w, &s, take))
+                return true;
+            continue;
+        }
+        if (tw__p_cas(w, &s, s | note))
+            return false;
+    }
+}
+
 /* ---- purgatory.c ---- */
 /* The purgatory whose try_complete this thread is running, if any: a call
  * on that purgatory from inside it is refused with -EDEADLK. Inline, as
@@ -369,9 +394,6 @@ void tw__p_tick_stop(struct tw_purgatory *p);
 void tw__p_tick_free(struct tw_purgatory *p);
 
 /* ---- timeout.c ---- */
-/* A timeout fired: claim a WATCHING record (true) or leave EXPIRE on an
- * owned one (false; a DONE one is left alone). */
-bool tw__p_expire_or_note(struct tw__pwatch *w);
 /* Over a core wheel or a caller's timer: arm w's timeout; 0 or a negative
  * code (the record is then untouched). */
 int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns);
