@@ -277,6 +277,9 @@ format-check: format-tool
 #   tests/mosquitto/mosquitto.mk  make mosquitto, mosquitto-test, mosquitto-ci
 #                              (CI), mosquitto-bench, mosquitto-check (a step
 #                              of make test): Mosquitto on timewheel
+#   tests/nng/nng.mk           make nng, nng-test (CI), nng-bench, nng-check
+#                              (a step of make test): nng's aio timers on
+#                              timewheel
 include bench/bench.mk
 include bench/service/service.mk
 include bench/netty/netty.mk
@@ -285,6 +288,7 @@ include docs/examples/examples.mk
 include tests/store/store.mk
 include bench/store/store.mk
 include tests/mosquitto/mosquitto.mk
+include tests/nng/nng.mk
 
 # The header dependencies written by -MMD, of the objects above and of the
 # fragments' (each adds its own to DEP_FILES); absent before the first
