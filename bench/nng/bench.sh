@@ -13,7 +13,9 @@
 # one queue, and nng's default of one per CPU), NNG_BENCH_SECONDS (3 s of
 # the re-armed sleep per run), NNG_BENCH_ROUNDS (3). Raw lines go to
 # OUTDIR/raw.txt, the medians over the rounds (and the range) to
-# OUTDIR/table.txt and stdout.
+# OUTDIR/table.txt and stdout. Then the keepalive workload (keepalive.c,
+# NNG_BENCH_KA_N, default "10000 100000") on both, and the layer
+# comparison (layer.c) on the installed timewheel.
 set -eu
 src=$1 stock=$2 patched=$3 out=$4
 ns=${NNG_BENCH_N:-"0 1000 10000 100000"}
@@ -29,6 +31,16 @@ tw_libs=$(pkg-config --libs timewheel)
 tw_dir=$(pkg-config --variable=libdir timewheel)
 $cc $flags -I"$patched/include" -o "$out/nngbench-patched" "$src" \
     "$patched/build/libnng.a" $tw_libs -Wl,-rpath,"$tw_dir" -lpthread
+here=$(dirname "$0")
+$cc $flags -I"$stock/include" -o "$out/keepalive-stock" "$here/keepalive.c" \
+    "$stock/build/libnng.a" -lpthread
+$cc $flags -I"$patched/include" -o "$out/keepalive-patched" \
+    "$here/keepalive.c" "$patched/build/libnng.a" $tw_libs \
+    -Wl,-rpath,"$tw_dir" -lpthread
+# The layer question (core wheel under nng's lock, or the service).
+$cc $flags $(pkg-config --cflags timewheel-service) -o "$out/layer" \
+    "$here/layer.c" $(pkg-config --libs timewheel-service timewheel) \
+    -Wl,-rpath,"$tw_dir" -Wl,--disable-new-dtags -lpthread
 
 echo "# nng-bench $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs; load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/raw.txt"
 r=1
@@ -46,5 +58,20 @@ while [ "$r" -le "$rounds" ]; do
     done
     r=$((r + 1))
 done
+# A broker's keepalive timers, one per client (keepalive.c).
+for n in ${NNG_BENCH_KA_N:-"10000 100000"}; do
+    for b in stock patched; do
+        line=$("$out/keepalive-$b" "$n" "${NNG_BENCH_KA_SECONDS:-6}")
+        echo "keepalive build=$b load=$(cut -d' ' -f1 /proc/loadavg) $line" | tee -a "$out/raw.txt"
+    done
+done
+# Arm + cancel on each layer of timewheel, 10^5 pending, three rounds.
+for r in 1 2 3; do
+    "$out/layer" 100000 200000 | sed "s/^/layer round=$r load=$(cut -d' ' -f1 /proc/loadavg) /" | tee -a "$out/raw.txt"
+done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/raw.txt"
-python3 "$(dirname "$0")/table.py" "$out/raw.txt" | tee "$out/table.txt"
+python3 "$(dirname "$0")/table.py" "$out/raw.txt" --dat "$out/plot.dat" | tee "$out/table.txt"
+if command -v gnuplot >/dev/null; then
+    gnuplot -e "dat='$out/plot.dat'; png='$out/nng.png'" "$(dirname "$0")/plot.gp"
+    echo "plot: $out/nng.png (docs/img/nng.png is a copy of one run's)"
+fi

@@ -14,7 +14,9 @@
 #                     internet are excluded by name (NNG_CTEST_EXCLUDE);
 #                     failures are run again on both builds alike and
 #                     reported as flakes when they pass. CI runs it.
-#   make nng-bench    stock against patched in one run (bench/nng/bench.sh)
+#   make nng-bench    stock against patched in one run (bench/nng/bench.sh;
+#                     about 6 minutes on 2 cores): the figures of
+#                     docs/brokers.md, into build/nng/bench/
 #   make nng-check    the patch series applies with git am (make test runs
 #                     it; without the source it says so and skips)
 #
@@ -28,6 +30,7 @@ NNG_STOCK := $(NNG_DIR)/stock
 NNG_PATCHED := $(NNG_DIR)/patched
 NNG_PATCHES := $(sort $(wildcard docs/examples/nng/*.patch))
 DEPS_NNG := cmake ninja-build pkg-config git
+DEPS_NNG_BENCH := python3 gnuplot-nox
 NNG_JOBS ?= 2
 NNG_BENCH := bench/nng/nngbench.c
 
@@ -78,11 +81,12 @@ nng-test-run:
 # ---- the benchmark ---------------------------------------------------------------
 
 nng-bench: nng
+	@$(MAKE) --no-print-directory deps DEPS_EXTRA="$(DEPS_NNG_BENCH)"
 	@$(MAKE) --no-print-directory nng-bench-run
 
 nng-bench-run:
-	sh bench/nng/bench.sh $(NNG_BENCH) $(NNG_STOCK) $(NNG_PATCHED) \
-	    $(NNG_DIR)/bench
+	PKG_CONFIG_PATH=$(NNG_PREFIX)/lib/pkgconfig sh bench/nng/bench.sh \
+	    $(NNG_BENCH) $(NNG_STOCK) $(NNG_PATCHED) $(NNG_DIR)/bench
 
 # ---- make test: the series applies ------------------------------------------------
 
