@@ -50,6 +50,36 @@ def cell(rows, m):
     return "%s (%s-%s)" % (fmt(med), fmt(min(vals)), fmt(max(vals)))
 
 
+def extra(path):
+    """The keepalive workload's lines as they are, and the layer
+    comparison's medians."""
+    ka, layer = [], {}
+    with open(path) as f:
+        for line in f:
+            kv = dict(w.split("=", 1) for w in line.split() if "=" in w)
+            if line.startswith("keepalive"):
+                ka.append(kv)
+            elif line.startswith("layer"):
+                layer.setdefault(kv["layer"], []).append(kv)
+    if ka:
+        print("\nkeepalive (one run each)\n")
+        print("| clients | build | silent noticed | late p50 / p99 / max, ms "
+              "| packets/s (of) | expire threads' CPU, ms/s |")
+        print("|---|---|---|---|---|---|")
+        for kv in ka:
+            print("| %s | %s | %s of %s | %s / %s / %s | %s (%s) | %s |" % (
+                kv["clients"], kv["build"], kv["noticed"], kv["silent"],
+                kv["late_p50_ms"], kv["late_p99_ms"], kv["late_max_ms"],
+                kv["packets_per_s"], kv["of"], kv["expire_cpu_ms_per_s"]))
+    if layer:
+        print("\nlayer, 10^5 pending: median (min-max)\n")
+        print("| layer | arm + cancel, ns | heap per pending timer, bytes |")
+        print("|---|---|---|")
+        for name, rows in layer.items():
+            print("| %s | %s | %s |" % (name, cell(rows, "arm_cancel_ns"),
+                                         cell(rows, "heap_per_timer")))
+
+
 def main():
     runs = parse(sys.argv[1])
     qs = sorted({k[0] for k in runs})
@@ -61,18 +91,15 @@ def main():
             ",".join(sorted(threads)) if q == 0 else q)
         print("\n%s: median (min-max) of %d rounds\n" % (
             name, max(len(v) for v in runs.values())))
-        head = ["metric"]
+        print("| N pending | build | " + " | ".join(l for _, l in METRICS)
+              + " |")
+        print("|---|---|" + "---|" * len(METRICS))
         for n in ns:
-            head += ["N=%d stock" % n, "N=%d patched" % n]
-        print("| " + " | ".join(head) + " |")
-        print("|" + "---|" * len(head))
-        for m, label in METRICS:
-            row = [label]
-            for n in ns:
-                for b in ("stock", "patched"):
-                    rows = runs.get((q, n, b))
-                    row.append(cell(rows, m) if rows else "")
-            print("| " + " | ".join(row) + " |")
+            for b in ("stock", "fix", "patched"):
+                if (q, n, b) in runs:
+                    print("| %d | %s | " % (n, b) + " | ".join(
+                        cell(runs[(q, n, b)], m) for m, _ in METRICS) + " |")
+    extra(sys.argv[1])
     if "--dat" in sys.argv:
         with open(sys.argv[sys.argv.index("--dat") + 1], "w") as f:
             f.write("# queues n " + " ".join(

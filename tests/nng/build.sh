@@ -5,9 +5,11 @@
 # tests (make nng-test) and the benchmark (make nng-bench). The patched
 # tree finds timewheel through PKG_CONFIG_PATH, set by the caller.
 #
-#   build.sh TREE JOBS     the log goes to TREE/build.log
+#   build.sh TREE JOBS [TARGET]   the log goes to TREE/build.log; TARGET
+#                                  (ninja's, default all): nng, the library
+#                                  alone
 set -eu
-tree=$1 jobs=$2
+tree=$1 jobs=$2 target=${3:-all}
 log=$tree/build.log
 {
     if [ ! -f "$tree/build/build.ninja" ]; then
@@ -15,5 +17,5 @@ log=$tree/build.log
             -DCMAKE_BUILD_TYPE=RelWithDebInfo \
             -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g"
     fi
-    ninja -C "$tree/build" -j"$jobs"
+    ninja -C "$tree/build" -j"$jobs" "$target"
 } > "$log" 2>&1 || { tail -30 "$log"; echo "build.sh: building $tree failed (log: $log)" >&2; exit 1; }
