@@ -17,7 +17,7 @@
 # the re-armed sleep per run), NNG_BENCH_ROUNDS (3). Raw lines go to
 # OUTDIR/raw.txt, the medians over the rounds (and the range) to
 # OUTDIR/table.txt and stdout (NNG_BENCH_RT: below). Then the keepalive workload (keepalive.c,
-# NNG_BENCH_KA_N, default "10000 100000") on both, and the layer
+# NNG_BENCH_KA_N, default "10000 100000", empty: none) on both, and the layer
 # comparison (layer.c) on the installed timewheel.
 set -eu
 src=$1 stock=$2 patched=$3 out=$4 fix=${5:-}
@@ -82,7 +82,7 @@ while [ "$r" -le "$rounds" ]; do
     r=$((r + 1))
 done
 # A broker's keepalive timers, one per client (keepalive.c).
-ka_ns=${NNG_BENCH_KA_N:-"10000 100000"}
+ka_ns=${NNG_BENCH_KA_N-"10000 100000"}
 for n in $ka_ns; do
     for b in stock patched; do
         line=$($rt "$out/keepalive-$b" "$n" "${NNG_BENCH_KA_SECONDS:-6}")
@@ -96,6 +96,6 @@ done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/raw.txt"
 python3 "$(dirname "$0")/table.py" "$out/raw.txt" --dat "$out/plot.dat" | tee "$out/table.txt"
 if command -v gnuplot >/dev/null; then
-    gnuplot -e "dat='$out/plot.dat'; png='$out/nng.png'" "$(dirname "$0")/plot.gp"
+    gnuplot -e "dat='$out/plot.dat'; png='$out/nng.png'; sub='$(head -1 "$out/raw.txt" | sed "s/^# nng-bench //; s/'//g"), median of $rounds rounds'" "$(dirname "$0")/plot.gp"
     echo "plot: $out/nng.png (docs/img/nng.png is a copy of one run's)"
 fi

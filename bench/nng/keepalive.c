@@ -94,8 +94,7 @@ static uint64_t expire_cpu_ns(void)
         fclose(f);
         if (strncmp(buf, "nng:aio:expire", 14) != 0)
             continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat",
-                 e->d_name);
+        snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", e->d_name);
         if ((f = fopen(path, "r")) == NULL)
             continue;
         if (fgets(buf, sizeof(buf), f) != NULL)
@@ -130,8 +129,9 @@ int main(int argc, char **argv)
     permille = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 10;
     silent = n * permille / 1000;
     active = n - silent;
-    if (n == 0 || silent == 0 || (clients = calloc(n, sizeof(*clients))) ==
-                                     NULL || (late = calloc(silent, 8)) == NULL) {
+    if (n == 0 || silent == 0 ||
+        (clients = calloc(n, sizeof(*clients))) == NULL ||
+        (late = calloc(silent, 8)) == NULL) {
         fprintf(stderr, "keepalive: N too small, or out of memory\n");
         return 2;
     }
@@ -183,12 +183,10 @@ int main(int argc, char **argv)
         printf("clients=%zu silent=%zu seconds=%u noticed=%zu "
                "late_p50_ms=%.3f late_p99_ms=%.3f late_max_ms=%.3f "
                "packets_per_s=%.0f of=%zu expire_cpu_ms_per_s=%.2f\n",
-               n, silent, seconds, m,
-               m ? (double)late[m / 2] / 1e6 : -1,
+               n, silent, seconds, m, m ? (double)late[m / 2] / 1e6 : -1,
                m ? (double)late[(size_t)((double)(m - 1) * 0.99)] / 1e6 : -1,
-               m ? (double)late[m - 1] / 1e6 : -1,
-               (double)packets / seconds, active,
-               (double)cpu / 1e6 / seconds);
+               m ? (double)late[m - 1] / 1e6 : -1, (double)packets / seconds,
+               active, (double)cpu / 1e6 / seconds);
     }
     for (size_t i = 0; i < n; i++)
         nng_aio_free(clients[i].aio);

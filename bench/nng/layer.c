@@ -123,8 +123,8 @@ static void service_layer(size_t n, unsigned cycles)
     for (unsigned i = 0; i < cycles; i++) {
         struct tw_handle *h;
 
-        if (tw_service_schedule(s, 10 * TW_NSEC_PER_SEC, never_svc, NULL,
-                                &h) == 0)
+        if (tw_service_schedule(s, 10 * TW_NSEC_PER_SEC, never_svc, NULL, &h) ==
+            0)
             tw_handle_cancel_release(h);
     }
     printf(" arm_cancel_ns=%.1f\n", (double)(now_ns() - t0) / cycles);

@@ -35,7 +35,7 @@
 
 #include <nng/nng.h>
 
-#define LONG_MIN_MS 1000000u /* the pending timeouts: 1000 s ... */
+#define LONG_MIN_MS 1000000u  /* the pending timeouts: 1000 s ... */
 #define LONG_SPAN_MS 1000000u /* ... to 2000 s */
 #define SLEEP_MS 1            /* the re-armed sleep */
 #define MAX_SAMPLES 200000u   /* of the re-armed sleep, ample for 60 s */
@@ -110,8 +110,7 @@ static struct threads expire_threads(void)
         fclose(f);
         if (strncmp(comm, "nng:aio:expire", 14) != 0)
             continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat",
-                 e->d_name);
+        snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", e->d_name);
         t.run_ns += read_u64(path, NULL);
         snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
         t.wakes += read_u64(path, "voluntary_ctxt_switches:");
@@ -142,7 +141,8 @@ static double pct_ms(const uint64_t *v, size_t n, double p)
     return (double)v[i] / 1e6;
 }
 
-/* ---- the re-armed 1 ms sleep ---------------------------------------------- */
+/* ---- the re-armed 1 ms sleep ----------------------------------------------
+ */
 
 static struct {
     nng_aio *aio;
@@ -185,12 +185,13 @@ static void run_tick(unsigned seconds, double *cpu_us, uint64_t *wakes)
     b = expire_threads();
     nng_aio_free(tick.aio);
     *wakes = b.wakes - a.wakes;
-    *cpu_us = *wakes ? (double)(b.run_ns - a.run_ns) / 1e3 / (double)*wakes
-                     : -1;
+    *cpu_us =
+        *wakes ? (double)(b.run_ns - a.run_ns) / 1e3 / (double)*wakes : -1;
     qsort(tick.late, tick.n, sizeof(tick.late[0]), cmp_u64);
 }
 
-/* ---- the burst -------------------------------------------------------------- */
+/* ---- the burst --------------------------------------------------------------
+ */
 
 struct burst_aio {
     nng_aio *aio;
@@ -239,7 +240,8 @@ static void run_bursts(uint64_t *late)
     qsort(late, BURST * BURSTS, sizeof(late[0]), cmp_u64);
 }
 
-/* ---- arm + cancel ------------------------------------------------------------ */
+/* ---- arm + cancel
+ * ------------------------------------------------------------ */
 
 static double run_arm_cancel(void)
 {
@@ -260,7 +262,8 @@ static double run_arm_cancel(void)
     return (double)t0 / ARM_CANCEL_CYCLES;
 }
 
-/* ---- the pending timeouts ------------------------------------------------------ */
+/* ---- the pending timeouts
+ * ------------------------------------------------------ */
 
 /* N aios armed in random order of deadline; the heap each took. */
 static nng_aio **arm_pending(size_t n, unsigned seed, double *bytes)
