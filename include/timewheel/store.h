@@ -54,7 +54,9 @@
  *   -EBUSY      the directory is open by another store (this process or
  *               another: a lock file, dir/LOCK)
  *   -ENOTEMPTY  the directory holds files but is not a store (foreign)
- *   -EBADMSG    the directory is a store but its data is damaged, or of
+ *   -EBADMSG    the directory is a store but its data is damaged (a
+ *               table or the write-ahead log garbled, the log cut short
+ *               or deleted: timers reported durable are missing), or of
  *               another format version
  *   -ENOSPC     the disk is full;  -EIO  an I/O error
  *   -ENOENT     cancel or ack of an id the store does not hold
@@ -63,7 +65,9 @@
  * After a write or sync error the store fails every later operation with the
  * same code (it cannot know what reached the disk): close it and open the
  * directory again, which recovers every operation that had been reported
- * durable.
+ * durable. A full or failing disk never aborts the process: the store
+ * keeps RocksDB's info log (dir/db/LOG) off, whose writer in RocksDB 7.8.3
+ * asserts when written after a failed write (docs/store.md).
  */
 #ifndef TIMEWHEEL_STORE_H
 #define TIMEWHEEL_STORE_H
@@ -233,8 +237,10 @@ TW_PUBLIC int tw_store_close(struct tw_store *s);
  * deliveries through fn(s, id, payload, len, arg) on the calling thread,
  * oldest deadline first, and returns how many ran; the descriptor stops
  * being readable once none is left. fn may ack, cancel and schedule. A
- * delivery still waiting at close, or not acknowledged, comes again after
- * a reopen. The worker keeps a copy of each waiting payload; the window
+ * waiting delivery whose cancel or ack becomes durable before a poll takes
+ * it is withdrawn (before that operation's done runs): no poll hands it
+ * out. A delivery still waiting at close, or not acknowledged, comes again
+ * after a reopen. The worker keeps a copy of each waiting payload; the window
  * (window_max) bounds how many wait.
  *
  * tw_store_fd() returns the descriptor (the store owns it and closes it at

@@ -58,7 +58,7 @@ static void fill_batch(struct tw_store *s)
         const struct tw__write *w = &s->writes[i];
         const struct tw__entry *e = s->wq[w->idx].e;
 
-        tw__key(key, w->id);
+        tw__key_encode(key, w->id);
         if (w->del)
             tw__db_batch_del(s->batch, key, sizeof key);
         else
@@ -108,7 +108,7 @@ static void resolve_removal(struct tw_store *s, struct tw__op *op)
     struct tw__entry *e = tw__table_find(&s->table, op->id);
     unsigned char key[TW__KEY_LEN];
 
-    tw__key(key, op->id);
+    tw__key_encode(key, op->id);
     op->e = NULL;
     if (!e) {
         op->err = resolve_on_disk(s, op, key);
@@ -130,7 +130,7 @@ static void resolve_removal(struct tw_store *s, struct tw__op *op)
 static void resolve(struct tw_store *s, struct tw__op *ops, size_t n,
                     uint64_t next_seq)
 {
-    unsigned char mark[16];
+    unsigned char mark[TW__MARK_LEN];
 
     tw__db_batch_clear(s->batch);
     s->nwrites = 0;
@@ -143,9 +143,9 @@ static void resolve(struct tw_store *s, struct tw__op *ops, size_t n,
             resolve_removal(s, &ops[i]);
     }
     fill_batch(s);
-    tw__put_be64(mark, next_seq);
-    tw__put_be64(mark + 8, s->batch_count);
-    tw__db_batch_put(s->batch, "M", 1, mark, sizeof mark);
+    tw__mark_encode(mark, next_seq, s->batch_count);
+    tw__db_batch_put(s->batch, tw__mark_key, TW__MARK_KEY_LEN, mark,
+                     sizeof mark);
 }
 
 /* Pass 3 for a durable schedule. */
@@ -227,6 +227,7 @@ int tw__commit(struct tw_store *s, struct tw__op *ops, size_t n)
         resolve(s, ops, n, next_seq);
         rc = tw__db_write(s->db, s->batch);
         if (rc == 0) {
+            tw__witness_note(&s->witness, next_seq);
             atomic_store_explicit(&s->count, s->batch_count,
                                   memory_order_relaxed);
             apply(s, ops, n);

@@ -22,7 +22,11 @@
 
 #include "store.h"
 
-#define MARKER "timewheel-store 1\n"
+/* The marker names the version of the records' layout (key.h): for
+ * TW__FORMAT 1, "timewheel-store 1" and a newline. */
+#define STR(x) #x
+#define XSTR(x) STR(x)
+#define MARKER "timewheel-store " XSTR(TW__FORMAT) "\n"
 #define MARKER_LEN (sizeof(MARKER) - 1)
 
 static char *join(const char *dir, const char *name)
@@ -222,13 +226,29 @@ static int check_or_create(const char *dir, bool *create)
     return 0;
 }
 
+/* A directory without a marker that holds anything is refused before the
+ * lock file is made, so a foreign directory is left as it was found. The
+ * check is made again under the lock (check_or_create()): this one only
+ * keeps the lock file out. */
+static int refuse_foreign(const char *dir)
+{
+    int rc = read_marker(dir);
+
+    if (rc != -ENOENT)
+        return 0; /* a store (or damaged): the lock first */
+    rc = has_foreign_files(dir);
+    return rc > 0 ? -ENOTEMPTY : rc;
+}
+
 int tw__dir_open(const char *dir, int *lockfd, bool *create)
 {
     int rc, fd = -1;
 
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
         return neg_errno();
-    rc = take_lock(dir, &fd);
+    rc = refuse_foreign(dir);
+    if (rc == 0)
+        rc = take_lock(dir, &fd);
     if (rc == 0)
         rc = check_or_create(dir, create);
     if (rc != 0 && fd >= 0)

@@ -18,10 +18,15 @@
  *             the core wheel, the due queue, rate-bounded delivery.
  *   poll.c    polled delivery: a FIFO of copies and an eventfd for an
  *             event loop's thread (cfg.polled).
+ *   witness.c dir/DURABLE, how far the durable commits reached, kept
+ *             outside the database: a log that lost synced commits is
+ *             reported at the next open.
  *
- * On disk (RocksDB, default column family), keys sort as time does:
- *   'T' deadline(8, big-endian) seq(8, big-endian) -> payload bytes
- *   'M'                   -> next seq, timers held (8 + 8, big-endian)
+ *   key.c     the records' layout on disk, one codec (key.h): keys sort
+ *             as time does, 'T' deadline seq -> payload, and the 'M'
+ *             mark (next seq, timers held).
+ *
+ * On disk (RocksDB, default column family): key.h.
  *
  * The window's invariant: every timer on disk whose key is below
  * window_end is in memory (in the table), and so is every timer delivered
@@ -43,10 +48,9 @@
 #include <stdint.h>
 
 #include "clockns.h"
+#include "key.h"
 #include "timewheel/core.h"
 #include "timewheel/store.h"
-
-#define TW__KEY_LEN 17 /* 'T', deadline, seq */
 
 /* ---- db.c ------------------------------------------------------------------
  */
@@ -89,44 +93,40 @@ int tw__dir_open(const char *dir, int *lockfd, bool *create);
 /* The database's folder inside dir (a new string, free() it). */
 char *tw__dir_db_path(const char *dir);
 
-/* ---- keys ------------------------------------------------------------------
+/* ---- witness.c -------------------------------------------------------------
  */
-static inline void tw__put_be64(unsigned char *p, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--, v >>= 8)
-        p[i] = (unsigned char)v;
-}
+struct tw__witness {
+    int fd;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t want;    /* the latest mark noted (under mu) */
+    uint64_t written; /* the latest mark on disk (the thread's) */
+    bool stop, inited, started;
+};
 
-static inline uint64_t tw__get_be64(const unsigned char *p)
-{
-    uint64_t v = 0;
-
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static inline void tw__key(unsigned char k[TW__KEY_LEN], struct tw_store_id id)
-{
-    k[0] = 'T';
-    tw__put_be64(k + 1, id.deadline_ns);
-    tw__put_be64(k + 9, id.seq);
-}
-
-static inline int tw__id_cmp(struct tw_store_id a, struct tw_store_id b)
-{
-    if (a.deadline_ns != b.deadline_ns)
-        return a.deadline_ns < b.deadline_ns ? -1 : 1;
-    return a.seq < b.seq ? -1 : a.seq > b.seq;
-}
+/* The mark in dir/DURABLE, 0 if there is none; -EBADMSG if damaged. */
+int tw__witness_read(const char *dir, uint64_t *seq);
+/* Open (creating) dir/DURABLE, read its mark into w->written, start the
+ * thread that writes the marks noted. */
+int tw__witness_open(struct tw__witness *w, const char *dir);
+/* A commit that set next_seq to seq is durable. */
+void tw__witness_note(struct tw__witness *w, uint64_t seq);
+/* Write the last mark noted, stop the thread, close; safe on a partial
+ * open. */
+void tw__witness_close(struct tw__witness *w);
 
 /* ---- memory ----------------------------------------------------------------
  */
 enum tw__state { TW__NEW, TW__ARMED, TW__DUE, TW__DELIVERED };
 
 struct tw__entry {
-    struct tw_timer timer;  /* in the wheel while ARMED */
-    struct tw__entry *next; /* the due queue's link while DUE */
+    struct tw_timer timer; /* in the wheel while ARMED */
+    union {
+        struct tw__entry *next;  /* the due queue's link while DUE */
+        struct tw__polled *copy; /* DELIVERED, polled: its copy waiting
+                                  * for the loop, or NULL (poll.c) */
+    };
     struct tw_store_id id;
     uint8_t state; /* enum tw__state */
     bool dead;     /* cancelled: leaves when its batch is durable */
@@ -177,6 +177,7 @@ struct tw_store {
     char *dir;
     int lockfd;
     struct tw__db *db;
+    struct tw__witness witness;
     pthread_t worker;
 
     /* Shared: under mu. */
@@ -230,7 +231,10 @@ int tw__commit(struct tw_store *s, struct tw__op *ops, size_t n);
  * calls a function); queue a copy of e's delivery, false if no memory. */
 int tw__poll_init(struct tw_store *s);
 void tw__poll_fini(struct tw_store *s);
-bool tw__poll_push(struct tw_store *s, const struct tw__entry *e);
+bool tw__poll_push(struct tw_store *s, struct tw__entry *e);
+/* e is leaving (a durable cancel or ack): its copy, if still waiting, is
+ * withdrawn, so the loop never gets it. */
+void tw__poll_withdraw(struct tw_store *s, struct tw__entry *e);
 
 /* window.c */
 int tw__window_init(struct tw_store *s);
