@@ -16,9 +16,13 @@
 #                     reported as flakes when they pass. CI runs it
 #                     (make nng-ci: the same, or a skip without NNG_SRC).
 #   make nng-bench    stock against patched in one run (bench/nng/bench.sh;
-#                     also the first patch alone, build/nng/fix;
-#                     about 6 minutes on 2 cores): the figures of
-#                     docs/brokers.md, into build/nng/bench/
+#                     also the first patch alone, build/nng/fix, whose
+#                     library it builds once): the figures of
+#                     docs/brokers.md, into build/nng/bench/ (the runs
+#                     took 4.5 minutes on 2026-11-28, 12 with the first
+#                     build of build/nng/fix on the loaded machine);
+#                     NNG_BENCH_RT=1 make nng-bench-run: the same under
+#                     SCHED_FIFO, into build/nng/bench-rt/
 #   make nng-check    the patch series applies with git am (make test runs
 #                     it; without the source it says so and skips)
 #
