@@ -18,9 +18,9 @@
 #   make nng-bench    stock against patched in one run (bench/nng/bench.sh;
 #                     also the first patch alone, build/nng/fix, whose
 #                     library it builds once): the figures of
-#                     docs/brokers.md, into build/nng/bench/ (the runs
-#                     took 4.5 minutes on 2026-11-28, 12 with the first
-#                     build of build/nng/fix on the loaded machine);
+#                     docs/brokers.md, into build/nng/bench/ (12 minutes
+#                     on 2026-11-28 on the loaded machine, with the first
+#                     build of build/nng/fix; the runs alone about 5);
 #                     NNG_BENCH_RT=1 make nng-bench-run: the same under
 #                     SCHED_FIFO, into build/nng/bench-rt/
 #   make nng-check    the patch series applies with git am (make test runs
