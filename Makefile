@@ -358,6 +358,9 @@ format-check: format-tool
 #                              of make test): Mosquitto on timewheel
 #   abi/abi.mk                 make abi-check (CI), abi-dump: the shared
 #                              libraries' ABI against the dumps in abi/
+#   tests/nng/nng.mk           make nng, nng-test (CI), nng-bench, nng-check
+#                              (a step of make test): nng's aio timers on
+#                              timewheel
 include bench/bench.mk
 include bench/service/service.mk
 include bench/netty/netty.mk
@@ -367,6 +370,7 @@ include tests/store/store.mk
 include bench/store/store.mk
 include tests/mosquitto/mosquitto.mk
 include abi/abi.mk
+include tests/nng/nng.mk
 
 # The header dependencies written by -MMD, of the objects above and of the
 # fragments' (each adds its own to DEP_FILES); absent before the first
