@@ -282,9 +282,9 @@ static void finish(struct tw_service *s, struct tw_handle *h)
             }
             if (!tw__handle_cas(h, &w, TW__LOCKED, false))
                 continue;
-            atomic_store_explicit(
-                &h->deadline, tw__handle_next_deadline(s, h, tw__mono_ns()),
-                memory_order_relaxed);
+            atomic_store_explicit(&h->deadline,
+                                  tw__handle_next_deadline(s, h, tw__mono_ns()),
+                                  memory_order_relaxed);
             tw__handle_put(h, w, TW__PENDING, true);
             break;
         }

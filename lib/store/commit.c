@@ -146,6 +146,7 @@ static void resolve(struct tw_store *s, struct tw__op *ops, size_t n,
     tw__put_be64(mark, next_seq);
     tw__put_be64(mark + 8, s->batch_count);
     tw__db_batch_put(s->batch, "M", 1, mark, sizeof mark);
+    tw__repl_resolve(s, ops, n); /* replication: LSNs and 'R' */
 }
 
 /* Pass 3 for a durable schedule. */
@@ -226,6 +227,8 @@ int tw__commit(struct tw_store *s, struct tw__op *ops, size_t n)
     if (rc == 0) {
         resolve(s, ops, n, next_seq);
         rc = tw__db_write(s->db, s->batch);
+        if (rc == 0)
+            rc = tw__repl_commit(s, ops, n); /* replication: to cfg.log */
         if (rc == 0) {
             atomic_store_explicit(&s->count, s->batch_count,
                                   memory_order_relaxed);
