@@ -68,7 +68,9 @@
  * After a write or sync error the store fails every later operation with the
  * same code (it cannot know what reached the disk): close it and open the
  * directory again, which recovers every operation that had been reported
- * durable.
+ * durable. A full or failing disk never aborts the process: the store
+ * keeps RocksDB's info log (dir/db/LOG) off, whose writer in RocksDB 7.8.3
+ * asserts when written after a failed write (docs/store.md).
  */
 #ifndef TIMEWHEEL_STORE_H
 #define TIMEWHEEL_STORE_H
@@ -265,8 +267,10 @@ TW_PUBLIC int tw_store_close(struct tw_store *s);
  * deliveries through fn(s, id, payload, len, arg) on the calling thread,
  * oldest deadline first, and returns how many ran; the descriptor stops
  * being readable once none is left. fn may ack, cancel and schedule. A
- * delivery still waiting at close, or not acknowledged, comes again after
- * a reopen. The worker keeps a copy of each waiting payload; the window
+ * waiting delivery whose cancel or ack becomes durable before a poll takes
+ * it is withdrawn (before that operation's done runs): no poll hands it
+ * out. A delivery still waiting at close, or not acknowledged, comes again
+ * after a reopen. The worker keeps a copy of each waiting payload; the window
  * (window_max) bounds how many wait.
  *
  * tw_store_fd() returns the descriptor (the store owns it and closes it at

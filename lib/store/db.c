@@ -24,6 +24,16 @@
 #define BACKGROUND_JOBS 2
 #define LOG_FILES_KEPT 2
 
+/* RocksDB's info log (db/LOG) is kept off: every level, the header
+ * included, is below this one (InfoLogLevel's NUM_INFO_LOG_LEVELS), so
+ * the file is created and never written. Its writer in RocksDB 7.8.3
+ * asserts (SIGABRT: `sync_without_flush_called_` in WritableFileWriter)
+ * when it is written again after one failed write, which a full disk or a
+ * failing one gives it; a library may not take its host down because a
+ * disk filled (issue 28, 2). The store's own errors come back as errno
+ * codes, which is what an operator gets instead of the log's lines. */
+#define INFO_LOG_OFF 6
+
 struct tw__db {
     rocksdb_t *db;
     rocksdb_options_t *opt;
@@ -95,7 +105,7 @@ static void set_options(struct tw__db *d, bool create)
     rocksdb_options_set_max_write_buffer_number(o, MEMTABLES);
     rocksdb_options_set_max_background_jobs(o, BACKGROUND_JOBS);
     rocksdb_options_set_keep_log_file_num(o, LOG_FILES_KEPT);
-    rocksdb_options_set_info_log_level(o, 2); /* warnings and worse */
+    rocksdb_options_set_info_log_level(o, INFO_LOG_OFF);
     d->cache = rocksdb_cache_create_lru(BLOCK_CACHE_BYTES);
     d->table = rocksdb_block_based_options_create();
     rocksdb_block_based_options_set_block_cache(d->table, d->cache);

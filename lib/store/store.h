@@ -128,8 +128,12 @@ static inline int tw__id_cmp(struct tw_store_id a, struct tw_store_id b)
 enum tw__state { TW__NEW, TW__ARMED, TW__DUE, TW__DELIVERED };
 
 struct tw__entry {
-    struct tw_timer timer;  /* in the wheel while ARMED */
-    struct tw__entry *next; /* the due queue's link while DUE */
+    struct tw_timer timer; /* in the wheel while ARMED */
+    union {
+        struct tw__entry *next;  /* the due queue's link while DUE */
+        struct tw__polled *copy; /* DELIVERED, polled: its copy waiting
+                                  * for the loop, or NULL (poll.c) */
+    };
     struct tw_store_id id;
     uint8_t state; /* enum tw__state */
     bool dead;     /* cancelled: leaves when its batch is durable */
@@ -236,7 +240,10 @@ int tw__commit(struct tw_store *s, struct tw__op *ops, size_t n);
  * calls a function); queue a copy of e's delivery, false if no memory. */
 int tw__poll_init(struct tw_store *s);
 void tw__poll_fini(struct tw_store *s);
-bool tw__poll_push(struct tw_store *s, const struct tw__entry *e);
+bool tw__poll_push(struct tw_store *s, struct tw__entry *e);
+/* e is leaving (a durable cancel or ack): its copy, if still waiting, is
+ * withdrawn, so the loop never gets it. */
+void tw__poll_withdraw(struct tw_store *s, struct tw__entry *e);
 
 /* window.c */
 int tw__window_init(struct tw_store *s);

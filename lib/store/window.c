@@ -108,12 +108,15 @@ void tw__window_arm(struct tw_store *s, struct tw__entry *e, uint64_t now)
 }
 
 /* A DUE timer stays in the queue, dead, and is freed when it comes to the
- * front; the others go at once. The caller took it out of the table. */
+ * front; the others go at once, a polled delivery's copy still waiting for
+ * the loop with them. The caller took it out of the table. */
 void tw__window_drop(struct tw_store *s, struct tw__entry *e)
 {
     s->loaded--;
     if (e->state == TW__ARMED)
         tw_cancel(s->wheel, &e->timer);
+    if (e->state == TW__DELIVERED && s->cfg.polled)
+        tw__poll_withdraw(s, e);
     if (e->state == TW__DUE)
         e->dead = true;
     else
@@ -215,10 +218,12 @@ static uint64_t deliver(struct tw_store *s)
             return WHEEL_TICK_NS; /* replication: no lease, no delivery */
         } else if (s->cfg.deliver_rate && s->tokens < 1) {
             return (uint64_t)((1 - s->tokens) * 1e9 / s->cfg.deliver_rate) + 1;
-        } else if (s->cfg.polled && !tw__poll_push(s, e)) {
-            return WHEEL_TICK_NS; /* no memory for the copy: try again */
         } else {
-            s->due_head = e->next;
+            struct tw__entry *next = e->next; /* copy shares its place */
+
+            if (s->cfg.polled && !tw__poll_push(s, e))
+                return WHEEL_TICK_NS; /* no memory for the copy: again */
+            s->due_head = next;
             s->tokens -= 1;
             e->state = TW__DELIVERED;
             if (!s->cfg.polled)

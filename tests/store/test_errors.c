@@ -9,7 +9,8 @@
  * pwrite(), writev(), fsync() and fdatasync(), which the linker puts ahead
  * of the C library's for the whole test binary (RocksDB's calls included).
  * They pass every call through, unless a test armed them: then the k-th
- * call on a file under the armed directory fails with the armed errno.
+ * call on a file under the armed path fails with the armed errno (or, for
+ * a disk that stays full or bad, every call from the k-th on).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -28,6 +29,7 @@ static char fault_dir[128];
 static atomic_bool fault_armed;
 static atomic_long fault_calls; /* calls on files under fault_dir */
 static long fault_at = -1;      /* which of them fails (-1: none) */
+static bool fault_stays;        /* ... and every one after it */
 static int fault_errno;
 
 static bool fault_hits(int fd)
@@ -44,6 +46,8 @@ static bool fault_hits(int fd)
     path[n] = 0;
     if (strncmp(path, fault_dir, strlen(fault_dir)) != 0)
         return false;
+    if (fault_stays)
+        return fault_at >= 0 && atomic_fetch_add(&fault_calls, 1) >= fault_at;
     return atomic_fetch_add(&fault_calls, 1) == fault_at;
 }
 
@@ -106,10 +110,18 @@ int fdatasync(int fd)
 static void fault_arm(const char *dir, long at, int err)
 {
     snprintf(fault_dir, sizeof fault_dir, "%s", dir);
+    fault_stays = false;
     fault_at = at;
     fault_errno = err;
     atomic_store(&fault_calls, 0);
     atomic_store(&fault_armed, true);
+}
+
+/* Fail every call under path from the at-th on (a disk that stays full). */
+static void fault_arm_from(const char *path, long at, int err)
+{
+    fault_arm(path, at, err);
+    fault_stays = true;
 }
 
 static long fault_disarm(void)
@@ -393,4 +405,62 @@ Test(store_errors, faults_while_opening)
         cr_assert_eq(open_err(dir), 0, "site %ld left it unopenable", k);
         cr_assert_geq(on_disk(), durable);
     }
+}
+
+/* The disk fills (or goes bad) at the k-th write or sync of a commit and
+ * stays so: the commit fails with the errno, every later call too, the
+ * close returns, and nothing aborts (RocksDB's info log, which asserted
+ * when written after a failed write, is kept off: lib/store/db.c). */
+static void stays_failed_from(long k, int err, int64_t *durable)
+{
+    struct tw_store *s = st_open(dir, &rec);
+    int rc;
+
+    fault_arm_from(dir, k, err);
+    rc = tw_store_schedule_durable(s, UINT64_MAX, "f", 1, NULL);
+    if (rc == 0) {
+        (*durable)++;
+    } else {
+        cr_assert_eq(rc, -err, "from site %ld: %d, not %d", k, rc, -err);
+        cr_assert_eq(tw_store_schedule_durable(s, 5, "", 0, NULL), -err);
+    }
+    rc = tw_store_close(s);
+    fault_disarm();
+    cr_assert(rc == 0 || rc == -err, "close: %d", rc);
+    cr_assert_geq(on_disk(), *durable, "from site %ld lost a timer", k);
+}
+
+Test(store_errors, a_disk_that_stays_full_from_every_site)
+{
+    long sites = sites_of_a_commit();
+    int64_t durable = 2;
+
+    for (long k = 0; k < sites; k++)
+        stays_failed_from(k, ENOSPC, &durable);
+}
+
+Test(store_errors, a_disk_that_stays_bad_from_every_site)
+{
+    long sites = sites_of_a_commit();
+    int64_t durable = 2;
+
+    for (long k = 0; k < sites; k++)
+        stays_failed_from(k, EIO, &durable);
+}
+
+/* The info log alone failing: RocksDB's LOG file is never written, so a
+ * store whose LOG cannot be written works as usual. */
+Test(store_errors, a_failing_info_log_changes_nothing)
+{
+    char log[128];
+    struct tw_store *s = st_open(dir, &rec);
+
+    cr_assert_eq(tw_store_close(s), 0);
+    snprintf(log, sizeof log, "%s/db/LOG", dir);
+    fault_arm_from(log, 0, EIO);
+    s = st_open(dir, &rec);
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "l", 1, NULL), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    cr_assert_eq(fault_disarm(), 0, "RocksDB wrote its info log");
+    cr_assert_eq(on_disk(), 1);
 }
