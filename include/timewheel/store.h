@@ -355,7 +355,10 @@ TW_PUBLIC int64_t tw_store_scan(const char *dir, tw_store_visit_fn *fn,
  * delivers only while its lease holds (lease_ns from the start of its last
  * append the log confirmed): a leader paused past a promotion resumes with
  * an expired lease, delivers nothing, and its next append is refused by the
- * log; the host calls tw_store_fence() (or log() returns -ESTALE).
+ * log; the host calls tw_store_fence() (or log() returns -ESTALE). A
+ * promoted leader delivers nothing for its first lease_ns, by which time
+ * the deposed leader's lease has run out, so two leaders never deliver at
+ * once (every replica must have the same lease_ns).
  */
 
 /* A record of the change log, as handed to log() and read back by

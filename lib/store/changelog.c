@@ -25,6 +25,11 @@
  * CLOCK_MONOTONIC, which runs on while the process is stopped. A leader
  * paused past a promotion thus wakes with its lease expired, and the log
  * refuses its next append (the host appends on the log's last sequence).
+ * A promoted leader waits one lease_ns before its first delivery: the
+ * deposed leader's last confirmed append was sent before the new epoch's,
+ * so its lease has run out by then, and two leaders never deliver at once
+ * (replicas must share lease_ns, and their monotonic clocks tick at one
+ * rate, as those of one machine or of NTP-disciplined ones do).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -414,9 +419,13 @@ bool tw__repl_may_deliver(struct tw_store *s)
 {
     const struct tw__repl *r = &s->repl;
 
+    uint64_t now;
+
     if (!r->on || !r->lease_ns || !s->cfg.log)
         return true;
-    return tw__mono_ns() < atomic_load(&s->repl.lease_until);
+    now = tw__mono_ns();
+    return now < atomic_load(&s->repl.lease_until) &&
+           now >= atomic_load(&s->repl.deliver_from);
 }
 
 int tw_store_fence(struct tw_store *s)

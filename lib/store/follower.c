@@ -230,6 +230,8 @@ int tw_store_promote(struct tw_store *s, uint64_t epoch)
     rc = promote(s, epoch);
     if (rc == 0) {
         s->repl.last_mark = tw__mono_ns(); /* the epoch is a heartbeat */
+        atomic_store(&s->repl.deliver_from,
+                     s->repl.last_mark + s->repl.lease_ns);
         pthread_mutex_lock(&s->mu);
         atomic_store(&s->repl.follower, false);
         pthread_cond_signal(&s->work_cv);

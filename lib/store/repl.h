@@ -50,11 +50,12 @@ struct tw__repl {
     bool fenced;
     /* The worker's (leader) or apply_mu's (follower). */
     pthread_mutex_t apply_mu;
-    uint64_t batch_entries;       /* of the batch being committed */
-    uint64_t last_mark;           /* CLOCK_MONOTONIC of the last watermark */
-    struct tw__db_batch *abatch;  /* apply's and promote's write batch */
-    _Atomic uint64_t lease_until; /* CLOCK_MONOTONIC */
-    unsigned char *buf;           /* the record being built */
+    uint64_t batch_entries;        /* of the batch being committed */
+    uint64_t last_mark;            /* CLOCK_MONOTONIC of the last watermark */
+    struct tw__db_batch *abatch;   /* apply's and promote's write batch */
+    _Atomic uint64_t lease_until;  /* CLOCK_MONOTONIC */
+    _Atomic uint64_t deliver_from; /* a promoted leader waits a lease */
+    unsigned char *buf;            /* the record being built */
     size_t cap;
 };
 
