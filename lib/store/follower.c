@@ -3,6 +3,7 @@
  * its promotion (the contract: timewheel/store.h, "Replication").
  *
  * Apply. A record's entries above the applied LSN go into one write batch
+ * (sorted by key, as the leader sorts its batch, order kept for one key)
  * with the 'M' record (the sequence high-water mark, the count) and the 'R'
  * record (the new applied LSN), written atomically without a sync: the
  * log holds them, and after a crash the follower's applied LSN is that of
@@ -23,6 +24,7 @@
  * the worker is woken to load the window from key zero and deliver.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store.h"
@@ -32,35 +34,72 @@ struct apply {
     uint64_t from; /* applied LSN: entries at or below it are skipped */
     uint64_t next_seq, count, epoch, mark;
     int64_t n;
+    struct put_or_del *w; /* the puts and deletes, sorted below */
+    size_t nw, cap;
 };
 
-static void apply_schedule(struct apply *a, const struct tw_store_log_entry *e)
+/* A put or a delete of the record, in its order (idx), as commit.c sorts
+ * a batch's writes: by key, then in order for one key, so that RocksDB's
+ * memtable inserts each from the previous position. */
+struct put_or_del {
+    struct tw_store_id id;
+    uint32_t idx;
+    uint16_t len;
+    bool del;
+    const void *payload; /* in the record, valid through the apply */
+};
+
+static int write_cmp(const void *x, const void *y)
+{
+    const struct put_or_del *a = x, *b = y;
+    int c = tw__id_cmp(a->id, b->id);
+
+    return c ? c : (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+static void note(struct apply *a, const struct tw_store_log_entry *e, bool del)
+{
+    struct put_or_del *w = &a->w[a->nw];
+
+    w->id = e->id;
+    w->idx = (uint32_t)a->nw++;
+    w->len = (uint16_t)e->len;
+    w->del = del;
+    w->payload = e->payload;
+}
+
+static void fill_batch(struct apply *a)
 {
     unsigned char key[TW__KEY_LEN];
 
-    tw__key(key, e->id);
-    tw__db_batch_put(a->b, key, sizeof key, e->payload, e->len);
-    a->count++;
-    if (e->id.seq >= a->next_seq)
-        a->next_seq = e->id.seq + 1;
+    qsort(a->w, a->nw, sizeof *a->w, write_cmp);
+    for (size_t i = 0; i < a->nw; i++) {
+        tw__key(key, a->w[i].id);
+        if (a->w[i].del)
+            tw__db_batch_del(a->b, key, sizeof key);
+        else
+            tw__db_batch_put(a->b, key, sizeof key, a->w[i].payload,
+                             a->w[i].len);
+    }
 }
 
 static int apply_entry(const struct tw_store_log_entry *e, void *ctx)
 {
     struct apply *a = ctx;
-    unsigned char key[TW__KEY_LEN];
 
     if (e->lsn <= a->from)
         return 0;
     a->n++;
     switch (e->kind) {
     case TW_STORE_LOG_SCHEDULE:
-        apply_schedule(a, e);
+        note(a, e, false);
+        a->count++;
+        if (e->id.seq >= a->next_seq)
+            a->next_seq = e->id.seq + 1;
         break;
     case TW_STORE_LOG_CANCEL:
     case TW_STORE_LOG_ACK:
-        tw__key(key, e->id);
-        tw__db_batch_del(a->b, key, sizeof key);
+        note(a, e, true);
         a->count -= a->count > 0; /* the leader logs only removals made */
         break;
     case TW_STORE_LOG_WATERMARK:
@@ -122,8 +161,15 @@ static int64_t apply_record(struct tw_store *s, const void *data, size_t len,
     a.mark = r->watermark;
     pthread_mutex_unlock(&r->mu);
     a.count = atomic_load(&s->count);
+    /* At most one write per entry: room for the record's count. */
+    a.cap = (size_t)(rec->last_lsn - rec->first_lsn + 1);
+    a.w = malloc(a.cap * sizeof *a.w);
+    if (!a.w)
+        return -ENOMEM;
     tw__db_batch_clear(a.b);
     tw_store_log_decode(data, len, NULL, apply_entry, &a);
+    fill_batch(&a);
+    free(a.w);
     put_marks(&a, rec);
     rc = tw__db_write_nosync(s->db, a.b);
     tw__db_batch_clear(a.b);

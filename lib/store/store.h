@@ -18,6 +18,9 @@
  *             the core wheel, the due queue, rate-bounded delivery.
  *   poll.c    polled delivery: a FIFO of copies and an eventfd for an
  *             event loop's thread (cfg.polled).
+ *   changelog.c, follower.c, snapshot.c  replication: the change log,
+ *             the follower and its promotion, snapshots (their index and
+ *             formats: repl.h).
  *
  * On disk (RocksDB, default column family), keys sort as time does:
  *   'T' deadline(8, big-endian) seq(8, big-endian) -> payload bytes

@@ -245,13 +245,21 @@ static int lead(void)
 static int follow(void)
 {
     char cmd[64];
+    int idle = 0;
 
     if (js_follow(&N.j) != 0)
         return 2;
     say("ready\n");
     for (;;) {
-        if (js_apply_some(&N.j, N.s, 10) < 0)
+        int n = js_apply_some(&N.j, N.s, 10);
+
+        if (n < 0)
             return 2;
+        /* Nothing for 3 s while a leader appends every 50 ms: the
+         * consumer's server was lost; follow again. */
+        idle = n ? 0 : idle + 1;
+        if (idle >= 300 && js_refollow(&N.j) == 0)
+            idle = 0;
         if (command(cmd, sizeof cmd, 0) && !strncmp(cmd, "promote", 7)) {
             int rc = js_promote(&N.j, N.s);
 
@@ -416,12 +424,13 @@ static int one_round(struct replica *L, struct replica *F, int *next_idx, int k)
         js_node_kill(&C, node);
     tell(F, "promote\n");
     if (!hear(F, line, sizeof line, 30000) || strncmp(line, "promoted", 8)) {
-        fprintf(stderr, "failover: round %d: no promotion (%s)\n", k, line);
+        fprintf(stderr, "failover: round %d (loss %d): no promotion (%s)\n", k,
+                (int)rd->loss, line);
         return -1;
     }
     rd->promoted_at = real_ns();
     idx = (*next_idx)++;
-    if (spawn(&nf, idx, false, (idx + 1) % JS_NODES) != 0 ||
+    if (spawn(&nf, idx, false, idx % JS_NODES) != 0 ||
         !hear(&nf, line, sizeof line, 40000)) {
         fprintf(stderr, "failover: round %d: no new follower\n", k);
         return -1;
@@ -655,6 +664,23 @@ static int drain(struct replica *L)
     return left == 0 ? 0 : -1;
 }
 
+/* docs/examples/replicated_store.c against this cluster (TW_EXAMPLE names
+ * the binary): its own stream, its own leader and follower. */
+static int run_example(void)
+{
+    const char *ex = getenv("TW_EXAMPLE");
+    char cmd[512];
+    int rc;
+
+    if (!ex)
+        return 0;
+    snprintf(cmd, sizeof cmd, "%s %s", ex, urls);
+    rc = system(cmd);
+    if (rc != 0)
+        fprintf(stderr, "failover: the example failed (%d)\n", rc);
+    return rc;
+}
+
 static int driver(int n, unsigned seed)
 {
     struct replica L, F;
@@ -671,6 +697,10 @@ static int driver(int n, unsigned seed)
         return 2;
     }
     snprintf(urls, sizeof urls, "%s,%s,%s", C.urls[0], C.urls[1], C.urls[2]);
+    if (run_example() != 0) {
+        js_cluster_stop(&C);
+        return 1;
+    }
     if (spawn(&L, 0, true, 0) || !hear(&L, line, sizeof line, 30000) ||
         spawn(&F, 1, false, 1) || !hear(&F, line, sizeof line, 30000)) {
         fprintf(stderr, "failover: replicas did not start\n");

@@ -69,7 +69,7 @@ static int write_conf(const struct js_cluster *c, int i)
     if (!f)
         return -1;
     fprintf(f,
-            "server_name: n%d\nlisten: 127.0.0.1:%d\n"
+            "server_name: n%d\nlisten: 127.0.0.1:%d\nmax_payload: 8MB\n"
             "jetstream { store_dir: \"%s/n%d\", max_mem: 64MB, "
             "max_file: 2GB }\n"
             "cluster { name: tw, listen: 127.0.0.1:%d, routes: [",
@@ -292,6 +292,16 @@ int js_follow(struct js_conn *j)
     return -1;
 }
 
+/* A consumer that stopped (its server was lost): a new one from the
+ * sequence after the last applied. */
+int js_refollow(struct js_conn *j)
+{
+    if (j->sub)
+        natsSubscription_Destroy(j->sub);
+    j->sub = NULL;
+    return js_follow(j);
+}
+
 /* One message: applied (1), skipped (0: the stream's first), or -1. */
 static int apply_msg(struct js_conn *j, struct tw_store *s, natsMsg *m)
 {
@@ -336,7 +346,7 @@ int js_apply_some(struct js_conn *j, struct tw_store *s, int wait_ms)
     }
 }
 
-static int stream_last(struct js_conn *j, uint64_t *last)
+int js_stream_last(struct js_conn *j, uint64_t *last)
 {
     jsStreamInfo *si = NULL;
     jsErrCode je = 0;
@@ -355,13 +365,19 @@ int js_promote(struct js_conn *j, struct tw_store *s)
     for (int tries = 0; tries < 200; tries++) {
         uint64_t last;
 
-        if (stream_last(j, &last) != 0) {
+        if (js_stream_last(j, &last) != 0) {
             sleep_ms(20);
             continue;
         }
-        while (j->last_seq < last)
-            if (js_apply_some(j, s, 200) < 0)
+        for (int idle = 0; j->last_seq < last;) {
+            int n = js_apply_some(j, s, 200);
+
+            if (n < 0)
                 return -EIO;
+            idle = n ? 0 : idle + 1;
+            if (idle == 10 && js_refollow(j) != 0) /* 2 s without one */
+                return -EIO;
+        }
         rc = tw_store_promote(s, 0);
         if (rc == 0) {
             natsSubscription_Destroy(j->sub);

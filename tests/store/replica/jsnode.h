@@ -22,6 +22,9 @@
 #define JS_NODES 3
 #define JS_STREAM "TWLOG"
 #define JS_SUBJECT "twlog"
+/* The servers take messages of up to 8 MB (NATS's default is 1 MB), so
+ * that a batch of 65,536 schedules goes as one record (log_max_bytes). */
+#define JS_MAX_RECORD (8u << 20)
 
 struct js_cluster {
     char dir[64];
@@ -59,9 +62,13 @@ int js_log(struct tw_store *s, const struct tw_store_log_rec *rec, void *arg);
 
 /* Follow the stream from j->last_seq + 1 (an ordered consumer). */
 int js_follow(struct js_conn *j);
+/* Drop the consumer and follow again after j->last_seq. */
+int js_refollow(struct js_conn *j);
 /* Apply what comes within wait_ms to s; the records applied, or -1. A
  * record refused by the store is counted in j->refused. */
 int js_apply_some(struct js_conn *j, struct tw_store *s, int wait_ms);
+/* The stream's last sequence into *last: 0 or -1. */
+int js_stream_last(struct js_conn *j, uint64_t *last);
 /* Catch up with the stream's last sequence, then tw_store_promote();
  * retried while another append gets in first. 0 or a negative errno. */
 int js_promote(struct js_conn *j, struct tw_store *s);

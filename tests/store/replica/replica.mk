@@ -6,6 +6,9 @@
 #                              and SIGCONT of it, its JetStream node killed),
 #                              every guarantee checked (about 4-5 min)
 #   make store-failover-quick  12 promotions, in CI (.ci/run)
+#   make replica-example       docs/examples/replicated_store.c, built as a
+#                              user builds it; both targets above run it
+#                              against their cluster first
 #
 # Debian bookworm's nats-server (2.9.10) and libnats-dev (3.4.1): the
 # targets install them through `make deps` (DEPS_REPLICA).
@@ -17,7 +20,8 @@ STORE_FAILOVER_QUICK_N ?= 12
 STORE_FAILOVER_SEED ?= 20261128
 REPLICA_SRC := tests/store/replica/jsnode.c
 
-.PHONY: store-failover store-failover-quick store-failover-build
+.PHONY: store-failover store-failover-quick store-failover-build \
+        replica-example
 
 $(STORE_FAILOVER_BIN): tests/store/replica/failover.c $(REPLICA_SRC) \
                        tests/store/replica/jsnode.h \
@@ -31,8 +35,20 @@ store-failover-build: DEPS_EXTRA = $(DEPS_REPLICA)
 store-failover-build: deps
 	@$(MAKE) --no-print-directory $(STORE_FAILOVER_BIN)
 
-store-failover: store-failover-build
-	$(STORE_FAILOVER_BIN) $(STORE_FAILOVER_N) $(STORE_FAILOVER_SEED)
+# The example (docs/examples/replicated_store.c), built as a user builds
+# it, against an installed copy through pkg-config; the harness runs it
+# against its cluster first (TW_EXAMPLE).
+REPLICA_EXAMPLE := $(EX_DIR)/replicated_store
 
-store-failover-quick: store-failover-build
-	$(STORE_FAILOVER_BIN) $(STORE_FAILOVER_QUICK_N) $(STORE_FAILOVER_SEED)
+replica-example: DEPS_EXTRA = $(DEPS_REPLICA)
+replica-example: deps examples-install
+	$(CC) $(EX_CFLAGS) -o $(REPLICA_EXAMPLE) docs/examples/replicated_store.c \
+	    $$($(EX_PC) --cflags --libs timewheel-store) -lnats
+
+store-failover: store-failover-build replica-example
+	TW_EXAMPLE=$(REPLICA_EXAMPLE) \
+	    $(STORE_FAILOVER_BIN) $(STORE_FAILOVER_N) $(STORE_FAILOVER_SEED)
+
+store-failover-quick: store-failover-build replica-example
+	TW_EXAMPLE=$(REPLICA_EXAMPLE) \
+	    $(STORE_FAILOVER_BIN) $(STORE_FAILOVER_QUICK_N) $(STORE_FAILOVER_SEED)
