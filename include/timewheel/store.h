@@ -153,7 +153,8 @@ typedef int tw_store_log_fn(struct tw_store *s,
  *                 start of its last append the log confirmed (0: always;
  *                 default TW_STORE_DEFAULT_LEASE_NS once log is set).
  *  watermark_ns   how often a replicated leader appends its fired-through
- *                 watermark, also its heartbeat (0: the default).
+ *                 watermark, also its heartbeat (0: the default; at most
+ *                 lease_ns / 2, so that it renews the lease in time).
  *  log_max_bytes  largest record handed to log() (0: the default; >= 4096).
  */
 struct tw_store_config {

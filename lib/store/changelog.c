@@ -134,6 +134,10 @@ static int settings(struct tw_store *s)
         c->watermark_ns ? c->watermark_ns : TW_STORE_DEFAULT_WATERMARK_NS;
     r->max_bytes =
         c->log_max_bytes ? c->log_max_bytes : TW_STORE_DEFAULT_LOG_BYTES;
+    /* The heartbeat must renew the lease before it runs out, with room
+     * for one late append. */
+    if (r->lease_ns && r->watermark_ns > r->lease_ns / 2)
+        return -EINVAL;
     return 0;
 }
 

@@ -92,7 +92,7 @@ static inline void rlog_cfg(struct tw_store_config *cfg, struct rlog *l)
     cfg->log_arg = l;
     cfg->log_sync = true;
     cfg->lease_ns = UINT64_C(60000000000);
-    cfg->watermark_ns = UINT64_C(60000000000);
+    cfg->watermark_ns = UINT64_C(30000000000);
 }
 
 /* A follower in dir. */

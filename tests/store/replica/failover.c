@@ -231,6 +231,12 @@ static int lead(void)
             if (!strncmp(cmd, "drain", 5)) {
                 producing = false;
                 ack_held();
+            } else if (!strncmp(cmd, "snapshot ", 9)) {
+                uint64_t from = 0;
+
+                cmd[strcspn(cmd, "\n")] = 0;
+                rc = js_snapshot(&N.j, N.s, cmd + 9, &from);
+                say("snapshot %d %llu\n", rc, (unsigned long long)from);
             } else if (!strncmp(cmd, "count", 5)) {
                 tw_store_sync(N.s);
                 say("count %llu\n", (unsigned long long)tw_store_count(N.s));
@@ -276,7 +282,9 @@ static int follow(void)
     }
 }
 
-/* node leader|follower DIR EVENTS URLS FIRST_NODE SEED */
+/* node leader|follower DIR EVENTS URLS FIRST_NODE SEED SNAPSHOT FROM_SEQ
+ * (a follower restores SNAPSHOT, unless "-", and follows the stream after
+ * FROM_SEQ). */
 static int node_main(char **argv)
 {
     bool leader = !strcmp(argv[0], "leader");
@@ -289,6 +297,15 @@ static int node_main(char **argv)
     if (N.ev < 0 || js_connect(&N.j, argv[3], atoi(argv[4])) != 0) {
         fprintf(stderr, "node: no connection\n");
         return 2;
+    }
+    if (!leader && strcmp(argv[6], "-") != 0) {
+        int rc = js_restore(argv[1], argv[6]);
+
+        if (rc != 0) {
+            fprintf(stderr, "node: restore %s: %d\n", argv[6], rc);
+            return 2;
+        }
+        N.j.last_seq = strtoull(argv[7], NULL, 10);
     }
     tw_store_config_init(&cfg);
     cfg.deliver = on_deliver;
@@ -325,10 +342,11 @@ struct replica {
 static struct js_cluster C;
 static char urls[128];
 
-static int spawn(struct replica *r, int idx, bool leader, int first_node)
+static int spawn(struct replica *r, int idx, bool leader, int first_node,
+                 const char *snap, uint64_t from)
 {
     int a[2], b[2];
-    char dir[96], evf[96], first[8], seed[16];
+    char dir[96], evf[96], first[8], seed[16], fromseq[24];
     char self[256];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 
@@ -339,6 +357,7 @@ static int spawn(struct replica *r, int idx, bool leader, int first_node)
     snprintf(evf, sizeof evf, "%s/ev%d", C.dir, idx);
     snprintf(first, sizeof first, "%d", first_node);
     snprintf(seed, sizeof seed, "%d", idx * 7 + 1);
+    snprintf(fromseq, sizeof fromseq, "%llu", (unsigned long long)from);
     r->idx = idx;
     r->pid = fork();
     if (r->pid == 0) {
@@ -347,7 +366,7 @@ static int spawn(struct replica *r, int idx, bool leader, int first_node)
         close(a[1]);
         close(b[0]);
         execl(self, self, "node", leader ? "leader" : "follower", dir, evf,
-              urls, first, seed, (char *)NULL);
+              urls, first, seed, snap, fromseq, (char *)NULL);
         _exit(127);
     }
     close(a[0]);
@@ -409,7 +428,9 @@ static int one_round(struct replica *L, struct replica *F, int *next_idx, int k)
     struct round *rd = &R[k];
     struct replica nf;
     char line[128];
-    int node = L->idx % JS_NODES, idx;
+    int node = L->idx % JS_NODES, idx, src = -1;
+    char snap[96];
+    unsigned long long from = 0;
 
     rd->old_idx = L->idx;
     rd->new_idx = F->idx;
@@ -430,7 +451,17 @@ static int one_round(struct replica *L, struct replica *F, int *next_idx, int k)
     }
     rd->promoted_at = real_ns();
     idx = (*next_idx)++;
-    if (spawn(&nf, idx, false, idx % JS_NODES) != 0 ||
+    /* The new follower: from the new leader's snapshot, then the stream
+     * after it (the first follower replayed the stream from its start). */
+    snprintf(snap, sizeof snap, "%s/snap%d", C.dir, idx);
+    snprintf(line, sizeof line, "snapshot %s\n", snap);
+    tell(F, line);
+    if (!hear(F, line, sizeof line, 30000) ||
+        sscanf(line, "snapshot %d %llu", &src, &from) != 2 || src != 0) {
+        fprintf(stderr, "failover: round %d: no snapshot (%s)\n", k, line);
+        return -1;
+    }
+    if (spawn(&nf, idx, false, idx % JS_NODES, snap, from) != 0 ||
         !hear(&nf, line, sizeof line, 40000)) {
         fprintf(stderr, "failover: round %d: no new follower\n", k);
         return -1;
@@ -701,8 +732,8 @@ static int driver(int n, unsigned seed)
         js_cluster_stop(&C);
         return 1;
     }
-    if (spawn(&L, 0, true, 0) || !hear(&L, line, sizeof line, 30000) ||
-        spawn(&F, 1, false, 1) || !hear(&F, line, sizeof line, 30000)) {
+    if (spawn(&L, 0, true, 0, "-", 0) || !hear(&L, line, sizeof line, 30000) ||
+        spawn(&F, 1, false, 1, "-", 0) || !hear(&F, line, sizeof line, 30000)) {
         fprintf(stderr, "failover: replicas did not start\n");
         js_cluster_stop(&C);
         return 2;
@@ -753,7 +784,7 @@ static int driver(int n, unsigned seed)
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
-    if (argc == 8 && !strcmp(argv[1], "node"))
+    if (argc == 10 && !strcmp(argv[1], "node"))
         return node_main(argv + 2);
     if (argc == 3)
         return driver(atoi(argv[1]), (unsigned)strtoul(argv[2], NULL, 10));

@@ -261,7 +261,8 @@ int js_log(struct tw_store *s, const struct tw_store_log_rec *rec, void *arg)
     po.MaxWait = PUB_WAIT_MS;
     st = js_Publish(&pa, j->js, JS_SUBJECT, rec->data, (int)rec->len, &po, &je);
     if (st == NATS_OK) {
-        j->last_seq = pa->Sequence;
+        /* Read by a snapshot on another thread (js_snapshot()). */
+        __atomic_store_n(&j->last_seq, pa->Sequence, __ATOMIC_RELEASE);
         j->appends++;
         jsPubAck_Destroy(pa);
         return 0;
@@ -336,8 +337,8 @@ int js_apply_some(struct js_conn *j, struct tw_store *s, int wait_ms)
 
         if (st == NATS_TIMEOUT)
             return n;
-        if (st != NATS_OK)
-            return -1;
+        if (st != NATS_OK) /* the consumer was lost with its server */
+            return js_refollow(j) == 0 ? n : -1;
         rc = apply_msg(j, s, m);
         natsMsg_Destroy(m);
         if (rc < 0)
@@ -356,6 +357,11 @@ int js_stream_last(struct js_conn *j, uint64_t *last)
     *last = si->State.LastSeq;
     jsStreamInfo_Destroy(si);
     return 0;
+}
+
+static int write_file(const void *buf, size_t len, void *ctx)
+{
+    return fwrite(buf, 1, len, ctx) == len ? 0 : -EIO;
 }
 
 int js_promote(struct js_conn *j, struct tw_store *s)
@@ -387,5 +393,42 @@ int js_promote(struct js_conn *j, struct tw_store *s)
         if (rc != -ESTALE && rc != -EIO)
             return rc;
     }
+    return rc;
+}
+
+/* The store's snapshot into path, and the stream sequence to follow it
+ * from: read before the snapshot, every record up to it holds LSNs the
+ * snapshot has, and those after it that it has too are replays. */
+int js_snapshot(struct js_conn *j, struct tw_store *s, const char *path,
+                uint64_t *from_seq)
+{
+    FILE *f = fopen(path, "w");
+    int rc;
+
+    if (!f)
+        return -errno;
+    *from_seq = __atomic_load_n(&j->last_seq, __ATOMIC_ACQUIRE);
+    rc = tw_store_snapshot(s, write_file, f, NULL);
+    if (fclose(f) != 0 && rc == 0)
+        rc = -EIO;
+    return rc;
+}
+
+static long read_file(void *buf, size_t len, void *ctx)
+{
+    size_t n = fread(buf, 1, len, ctx);
+
+    return n == 0 && ferror((FILE *)ctx) ? -EIO : (long)n;
+}
+
+int js_restore(const char *dir, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int rc;
+
+    if (!f)
+        return -errno;
+    rc = tw_store_restore(dir, 0, read_file, f, NULL);
+    fclose(f);
     return rc;
 }

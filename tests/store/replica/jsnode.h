@@ -73,4 +73,10 @@ int js_stream_last(struct js_conn *j, uint64_t *last);
  * retried while another append gets in first. 0 or a negative errno. */
 int js_promote(struct js_conn *j, struct tw_store *s);
 
+/* A new replica: the leader's snapshot into a file, with the stream
+ * sequence a follower restored from it follows after; the restore. */
+int js_snapshot(struct js_conn *j, struct tw_store *s, const char *path,
+                uint64_t *from_seq);
+int js_restore(const char *dir, const char *path);
+
 #endif
