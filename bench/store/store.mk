@@ -24,7 +24,8 @@ DEPS_BENCH += liblmdb-dev libsqlite3-dev
 
 # Always the optimised, unsanitised build, as the other benchmarks: the
 # targets below build it through a make of that variant.
-$(STORE_BENCH_BIN): bench/store/storebench.c include/timewheel/store.h \
+$(STORE_BENCH_BIN): bench/store/storebench.c bench/store/diskbytes.h \
+                    include/timewheel/store.h \
                     $(A_store) $(A_core)
 	@mkdir -p $(@D)
 	$(CC) $(WARN) -O2 -g -Iinclude -D_POSIX_C_SOURCE=200809L -o $@ $< \
@@ -44,7 +45,7 @@ store-bench-build:
 	@$(MAKE) --no-print-directory SAN= ALLOC=jemalloc $(STORE_BENCH_BIN) \
 	    $(STORE_REPL_BIN)
 
-$(STORE_DBCMP_BIN): bench/store/dbcmp.c
+$(STORE_DBCMP_BIN): bench/store/dbcmp.c bench/store/diskbytes.h
 	@mkdir -p $(@D)
 	$(CC) -std=c11 -Wall -Wextra -Wpedantic -Werror -O2 -g -o $@ $< \
 	    -llmdb -lrocksdb -lsqlite3

@@ -41,6 +41,13 @@
  * window_max timers are delivered and not acknowledged, loading stops until
  * acks come: deliveries wait, nothing is lost.
  *
+ * Memory: every block the store allocates for itself (the store, its
+ * queues, the id table, the timers in memory, the polled copies) comes
+ * from the library's allocator, as every layer's does (tw_alloc(),
+ * tw_set_allocator() in timewheel/core.h). RocksDB's allocations inside
+ * the database are RocksDB's own (C++ operator new and malloc) and do not
+ * go through it.
+ *
  * Threads: every function may be called from any thread, the delivery
  * callback included (it may ack, cancel and schedule). Delivery and done
  * callbacks run on the store's worker thread, one at a time, so a slow
@@ -49,17 +56,29 @@
  * worker then queues them, tw_store_fd() is readable while any wait, and
  * the loop runs them with tw_store_poll().
  *
+ * fork(): a child may do nothing with a store its parent opened but let
+ * go of it. The store's threads are not in the child and its files and
+ * lock are the parent's, so there every function on the inherited store
+ * answers -ECHILD at once (tw_store_count() reads what it held at the
+ * fork), and tw_store_close() returns -ECHILD without joining, flushing
+ * or closing anything (exec() or _exit() reclaims the memory). The parent's
+ * store goes on untouched. A child that needs a store opens its own, in
+ * another directory (this one's lock is the parent's: -EBUSY).
+ *
  * Errors are negative errno codes (strerror(-err) names them):
  *   -EINVAL     bad argument (NULL, payload too long, unknown config value)
  *   -EBUSY      the directory is open by another store (this process or
  *               another: a lock file, dir/LOCK)
  *   -ENOTEMPTY  the directory holds files but is not a store (foreign)
- *   -EBADMSG    the directory is a store but its data is damaged, or of
+ *   -EBADMSG    the directory is a store but its data is damaged (a
+ *               table or the write-ahead log garbled, the log cut short
+ *               or deleted: timers reported durable are missing), or of
  *               another format version
  *   -ENOSPC     the disk is full;  -EIO  an I/O error
  *   -ENOENT     cancel or ack of an id the store does not hold
  *   -EAGAIN     ack of a timer not delivered yet
  *   -ESHUTDOWN  the store is closing
+ *   -ECHILD     a child of fork() calling on its parent's store
  * and, for a replicated store (below): -EPERM (an operation of the other
  * role: schedule on a follower, apply on a leader), -ERANGE (an LSN gap),
  * -ESTALE (a deposed leader's record, or a fenced leader), -EXDEV (a record
@@ -255,8 +274,9 @@ TW_PUBLIC int tw_store_schedule_durable(struct tw_store *s,
  * one: stop accepting operations, commit those accepted (their done
  * callbacks run), stop the worker, release the directory. Timers stay
  * on disk. NULL is a no-op returning 0. Returns 0, the store's failure code
- * (the store is closed all the same), or -EDEADLK from a callback (nothing
- * done).
+ * (the store is closed all the same), -EDEADLK from a callback (nothing
+ * done), or -ECHILD in a child of fork() (nothing done: the store is the
+ * parent's; the child must not use it again).
  */
 TW_PUBLIC int tw_store_close(struct tw_store *s);
 
@@ -288,6 +308,54 @@ TW_PUBLIC int64_t tw_store_poll(struct tw_store *s, tw_store_deliver_fn *fn,
  * opens included (the count is committed with each batch). Operations not
  * yet committed are not counted. 0 for NULL. */
 TW_PUBLIC uint64_t tw_store_count(const struct tw_store *s);
+
+/*
+ * What an operator reads of a running store (tw_store_metrics()). Counters
+ * count from the open; gauges are as of the read. Read without stopping
+ * anything: each figure is one relaxed load of a value the worker or a
+ * producer keeps, so the figures of one read need not be of one instant
+ * (unacked may lag deliveries by the ack being applied). Fields are only
+ * ever added at the end, taken from reserved, which reads 0.
+ */
+struct tw_store_metrics {
+    uint64_t queue_depth;    /* gauge: operations accepted, not yet durable
+                              * or failed (the batch being written too) */
+    uint64_t commits;        /* counter: batches written and synced */
+    uint64_t committed_ops;  /* counter: operations in those batches */
+    uint64_t last_batch_ops; /* gauge: operations in the latest batch */
+    uint64_t commit_ns;      /* counter: time in the batches' write and
+                              * sync, summed (mean: / commits) */
+    uint64_t last_commit_ns; /* gauge: the latest batch's write and sync */
+    uint64_t max_commit_ns;  /* gauge: the longest since the open */
+    uint64_t sync_failures;  /* counter: writes or syncs that failed (the
+                              * store then fails: see the errors above) */
+    uint64_t deliveries;     /* counter: timers delivered (to the callback,
+                              * or queued for tw_store_poll()), again after
+                              * a restart included */
+    uint64_t unacked;        /* gauge: delivered, not yet acknowledged or
+                              * cancelled */
+    uint64_t in_memory;      /* gauge: timers in the window (in memory) */
+    uint64_t held;           /* gauge: tw_store_count() */
+    uint64_t reserved[8];    /* 0: room for fields to come */
+};
+
+/*
+ * Fill *m with s's figures (above). 0, -EINVAL for a NULL s or m, -ECHILD
+ * in a child of fork(). Cheap enough to read at any rate: no lock.
+ */
+TW_PUBLIC int tw_store_metrics(const struct tw_store *s,
+                               struct tw_store_metrics *m);
+
+/*
+ * The same figures in the Prometheus text format (version 0.0.4), written
+ * into buf as snprintf() does: never more than len bytes, NUL-terminated
+ * when len > 0, and the return is the whole text's length (excluding the
+ * NUL), so a return >= len means buf was too short; buf may be NULL when
+ * len is 0. Names are timewheel_store_*, times in seconds. Returns a
+ * negative errno as tw_store_metrics(), or -EOVERFLOW (text beyond INT_MAX).
+ */
+TW_PUBLIC int tw_store_metrics_text(const struct tw_store *s, char *buf,
+                                    size_t len);
 
 /* A record seen by tw_store_scan(); return non-zero to stop. */
 typedef int tw_store_visit_fn(struct tw_store_id id, const void *payload,

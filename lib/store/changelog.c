@@ -64,32 +64,23 @@ static uint32_t get_be32(const unsigned char *p)
 
 /* ---- the 'R' record ------------------------------------------------------ */
 
-void tw__repl_encode(uint64_t set, uint64_t epoch, uint64_t lsn, uint64_t mark,
-                     bool leader, unsigned char v[TW__REPL_LEN])
-{
-    tw__put_be64(v, set);
-    tw__put_be64(v + 8, epoch);
-    tw__put_be64(v + 16, lsn);
-    tw__put_be64(v + 24, mark);
-    v[32] = leader ? 'L' : 'F';
-}
-
 int tw__repl_read(struct tw_store *s, bool *found, bool *leader)
 {
     unsigned char v[TW__REPL_LEN + 1];
     size_t vl = sizeof v;
-    int rc = tw__db_get(s->db, TW__REPL_KEY, 1, v, &vl);
+    struct tw__repl_rec r;
+    int rc = tw__db_get(s->db, tw__repl_key, TW__REPL_KEY_LEN, v, &vl);
 
     *found = rc == 1;
     if (rc <= 0)
         return rc;
-    if (vl != TW__REPL_LEN || (v[32] != 'L' && v[32] != 'F'))
+    if (vl > sizeof v || tw__repl_decode(v, vl, &r) != 0)
         return -EBADMSG;
-    s->repl.set = tw__get_be64(v);
-    s->repl.epoch = tw__get_be64(v + 8);
-    s->repl.lsn = tw__get_be64(v + 16);
-    s->repl.watermark = tw__get_be64(v + 24);
-    *leader = v[32] == 'L';
+    s->repl.set = r.set;
+    s->repl.epoch = r.epoch;
+    s->repl.lsn = r.lsn;
+    s->repl.watermark = r.watermark;
+    *leader = r.leader;
     return 0;
 }
 
@@ -99,10 +90,10 @@ static int write_r(struct tw_store *s, bool leader)
     unsigned char v[TW__REPL_LEN];
     int rc;
 
-    tw__repl_encode(s->repl.set, s->repl.epoch, s->repl.lsn, s->repl.watermark,
-                    leader, v);
+    tw__repl_put(s->repl.set, s->repl.epoch, s->repl.lsn, s->repl.watermark,
+                 leader, v);
     tw__db_batch_clear(s->batch);
-    tw__db_batch_put(s->batch, TW__REPL_KEY, 1, v, sizeof v);
+    tw__db_batch_put(s->batch, tw__repl_key, TW__REPL_KEY_LEN, v, sizeof v);
     rc = tw__db_write(s->db, s->batch);
     tw__db_batch_clear(s->batch);
     return rc;
@@ -188,7 +179,7 @@ int tw__repl_open(struct tw_store *s)
     if (rc != 0 || !r->on)
         return rc;
     r->cap = r->max_bytes;
-    r->buf = malloc(r->cap);
+    r->buf = tw_alloc(r->cap);
     r->abatch = tw__db_batch_new();
     return r->buf && r->abatch ? 0 : -ENOMEM;
 }
@@ -199,7 +190,8 @@ void tw__repl_close(struct tw_store *s)
 
     if (!r->init)
         return;
-    free(r->buf);
+    if (r->buf)
+        tw_free(r->buf, r->cap);
     tw__db_batch_free(r->abatch);
     pthread_mutex_destroy(&r->mu);
     pthread_mutex_destroy(&r->apply_mu);
@@ -286,8 +278,8 @@ void tw__repl_resolve(struct tw_store *s, const struct tw__op *ops, size_t n)
     if (k == 0)
         return;
     r->batch_entries = k;
-    tw__repl_encode(r->set, r->epoch, r->lsn + k, r->watermark, true, v);
-    tw__db_batch_put(s->batch, TW__REPL_KEY, 1, v, sizeof v);
+    tw__repl_put(r->set, r->epoch, r->lsn + k, r->watermark, true, v);
+    tw__db_batch_put(s->batch, tw__repl_key, TW__REPL_KEY_LEN, v, sizeof v);
 }
 
 static enum tw_store_log_kind kind_of(const struct tw__op *op)
@@ -368,9 +360,9 @@ static int heartbeat(struct tw_store *s)
     size_t end;
     int rc;
 
-    tw__repl_encode(r->set, r->epoch, lsn, w.deadline_ns, true, v);
+    tw__repl_put(r->set, r->epoch, lsn, w.deadline_ns, true, v);
     tw__db_batch_clear(s->batch);
-    tw__db_batch_put(s->batch, TW__REPL_KEY, 1, v, sizeof v);
+    tw__db_batch_put(s->batch, tw__repl_key, TW__REPL_KEY_LEN, v, sizeof v);
     rc = tw__db_write(s->db, s->batch);
     tw__db_batch_clear(s->batch);
     if (rc != 0)
@@ -436,6 +428,8 @@ int tw_store_fence(struct tw_store *s)
 {
     if (!s)
         return -EINVAL;
+    if (tw__forked(s))
+        return -ECHILD;
     if (s->repl.init) {
         pthread_mutex_lock(&s->repl.mu);
         s->repl.fenced = true;
@@ -450,6 +444,8 @@ int tw_store_renew(struct tw_store *s, uint64_t sent_mono_ns)
 {
     if (!s)
         return -EINVAL;
+    if (tw__forked(s))
+        return -ECHILD;
     if (!s->repl.on || atomic_load(&s->repl.follower) || !s->cfg.log)
         return -EPERM;
     renew(&s->repl, sent_mono_ns);
@@ -462,6 +458,8 @@ int tw_store_replica_info(struct tw_store *s, struct tw_store_replica *out)
 
     if (!s || !out)
         return -EINVAL;
+    if (tw__forked(s))
+        return -ECHILD;
     r = &s->repl;
     memset(out, 0, sizeof *out);
     out->leader = !atomic_load(&r->follower);

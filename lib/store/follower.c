@@ -24,7 +24,7 @@
  * the worker is woken to load the window from key zero and deliver.
  */
 #include <errno.h>
-#include <stdlib.h>
+#include <stdlib.h> /* qsort */
 #include <string.h>
 
 #include "store.h"
@@ -74,7 +74,7 @@ static void fill_batch(struct apply *a)
 
     qsort(a->w, a->nw, sizeof *a->w, write_cmp);
     for (size_t i = 0; i < a->nw; i++) {
-        tw__key(key, a->w[i].id);
+        tw__key_encode(key, a->w[i].id);
         if (a->w[i].del)
             tw__db_batch_del(a->b, key, sizeof key);
         else
@@ -136,13 +136,12 @@ static int check(struct tw_store *s, const struct tw_store_log_rec *rec)
 /* The 'M' and 'R' records of the state a shows, into its batch. */
 static void put_marks(const struct apply *a, const struct tw_store_log_rec *rec)
 {
-    unsigned char m[16], v[TW__REPL_LEN];
+    unsigned char m[TW__MARK_LEN], v[TW__REPL_LEN];
 
-    tw__put_be64(m, a->next_seq);
-    tw__put_be64(m + 8, a->count);
-    tw__db_batch_put(a->b, "M", 1, m, sizeof m);
-    tw__repl_encode(rec->set, a->epoch, rec->last_lsn, a->mark, false, v);
-    tw__db_batch_put(a->b, TW__REPL_KEY, 1, v, sizeof v);
+    tw__mark_encode(m, a->next_seq, a->count);
+    tw__db_batch_put(a->b, tw__mark_key, TW__MARK_KEY_LEN, m, sizeof m);
+    tw__repl_put(rec->set, a->epoch, rec->last_lsn, a->mark, false, v);
+    tw__db_batch_put(a->b, tw__repl_key, TW__REPL_KEY_LEN, v, sizeof v);
 }
 
 static int64_t apply_record(struct tw_store *s, const void *data, size_t len,
@@ -163,13 +162,13 @@ static int64_t apply_record(struct tw_store *s, const void *data, size_t len,
     a.count = atomic_load(&s->count);
     /* At most one write per entry: room for the record's count. */
     a.cap = (size_t)(rec->last_lsn - rec->first_lsn + 1);
-    a.w = malloc(a.cap * sizeof *a.w);
+    a.w = tw_alloc(a.cap * sizeof *a.w);
     if (!a.w)
         return -ENOMEM;
     tw__db_batch_clear(a.b);
     tw_store_log_decode(data, len, NULL, apply_entry, &a);
     fill_batch(&a);
-    free(a.w);
+    tw_free(a.w, a.cap * sizeof *a.w);
     put_marks(&a, rec);
     rc = tw__db_write_nosync(s->db, a.b);
     tw__db_batch_clear(a.b);
@@ -195,6 +194,8 @@ int64_t tw_store_apply(struct tw_store *s, const void *data, size_t len)
 
     if (!s || !data)
         return -EINVAL;
+    if (tw__forked(s))
+        return -ECHILD;
     rc = tw_store_log_decode(data, len, &rec, NULL, NULL);
     if (rc != 0)
         return rc;
@@ -224,9 +225,9 @@ static int take_lead(struct tw_store *s, uint64_t lsn)
 
     if (rc != 0)
         return rc;
-    tw__repl_encode(r->set, r->epoch, lsn, r->watermark, true, v);
+    tw__repl_put(r->set, r->epoch, lsn, r->watermark, true, v);
     tw__db_batch_clear(r->abatch);
-    tw__db_batch_put(r->abatch, TW__REPL_KEY, 1, v, sizeof v);
+    tw__db_batch_put(r->abatch, tw__repl_key, TW__REPL_KEY_LEN, v, sizeof v);
     rc = tw__db_write(s->db, r->abatch);
     tw__db_batch_clear(r->abatch);
     return rc;
@@ -270,6 +271,8 @@ int tw_store_promote(struct tw_store *s, uint64_t epoch)
 
     if (!s)
         return -EINVAL;
+    if (tw__forked(s))
+        return -ECHILD;
     if (!s->repl.init)
         return -EPERM;
     pthread_mutex_lock(&s->repl.apply_mu);

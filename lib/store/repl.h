@@ -8,10 +8,9 @@
  *   follower.c   tw_store_apply() and tw_store_promote().
  *   snapshot.c   tw_store_snapshot() and tw_store_restore().
  *
- * On disk, one more record beside 'M' (store.h), written in the same
- * atomic batch as the entries it counts:
- *   'R'  set(8) epoch(8) lsn(8) watermark(8) role(1), big-endian
- * A store never replicated has none, and pays nothing.
+ * On disk, one more record beside 'M', 'R' (its codec: key.h), written in
+ * the same atomic batch as the entries it counts. A store never
+ * replicated has none, and pays nothing.
  *
  * A record of the change log (the bytes handed to cfg.log, applied by a
  * follower), big-endian:
@@ -28,10 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "key.h"
 #include "timewheel/store.h"
 
-#define TW__REPL_KEY "R"
-#define TW__REPL_LEN 33
 #define TW__LOG_HDR 40
 #define TW__LOG_MAGIC "TWL1"
 
@@ -59,10 +57,6 @@ struct tw__repl {
     size_t cap;
 };
 
-/* The 'R' record. */
-void tw__repl_encode(uint64_t set, uint64_t epoch, uint64_t lsn, uint64_t mark,
-                     bool leader, unsigned char v[TW__REPL_LEN]);
-
 /* store.c: after the 'M' record is read. */
 int tw__repl_open(struct tw_store *s);
 void tw__repl_close(struct tw_store *s);
@@ -82,7 +76,7 @@ uint64_t tw__repl_step(struct tw_store *s);
 /* window.c: may the leader deliver now (its lease holds)? */
 bool tw__repl_may_deliver(struct tw_store *s);
 
-/* changelog.c, for follower.c and snapshot.c: read and write 'R'. */
+/* changelog.c, for follower.c and snapshot.c: 'R' into s->repl. */
 int tw__repl_read(struct tw_store *s, bool *found, bool *leader);
 /* Append one entry at p; its size. */
 size_t tw__log_put_entry(unsigned char *p, enum tw_store_log_kind kind,
@@ -95,5 +89,15 @@ int tw__log_hand(struct tw_store *s, size_t end, uint64_t first_lsn,
 /* FNV-1a, 64 bits. */
 uint64_t tw__fnv(uint64_t h, const void *p, size_t n);
 #define TW__FNV_INIT UINT64_C(0xcbf29ce484222325)
+
+/* 'R' of this state into v. */
+static inline void tw__repl_put(uint64_t set, uint64_t epoch, uint64_t lsn,
+                                uint64_t mark, bool leader,
+                                unsigned char v[TW__REPL_LEN])
+{
+    struct tw__repl_rec r = {set, epoch, lsn, mark, leader};
+
+    tw__repl_encode(&r, v);
+}
 
 #endif /* TW_STORE_REPL_H */

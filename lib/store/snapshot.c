@@ -8,7 +8,7 @@
  * one LSN, since every batch writes its entries and its 'R' atomically.
  * So a store keeps working while its snapshot is taken.
  *
- * The stream, big-endian:
+ * The stream (its own format, not the database's: key.h is that), big-endian:
  *   header  "TWS1" set(8) epoch(8) lsn(8) watermark(8) next_seq(8)
  *           count(8)
  *   timer   len(2) deadline(8) seq(8) payload(len)      (len <= 1024)
@@ -57,26 +57,63 @@ static void emit(struct out *o, const void *p, size_t n)
     }
 }
 
-/* The header: 'M' and 'R' come before the timers in the iterator. */
-static void emit_header(struct out *o, struct tw__db_iter *it)
+/* The header: 'M' and 'R' come before the timers in the iterator (key.h),
+ * which is left on the first timer. */
+static int emit_header(struct out *o, struct tw__db_iter *it)
 {
     unsigned char h[HDR_LEN] = {0};
+    struct tw__repl_rec r = {0};
+    uint64_t next_seq = 1, count = 0;
+    struct tw_store_id id;
+    int rc = 0;
 
     memcpy(h, MAGIC, 4);
-    for (; tw__db_iter_valid(it); tw__db_iter_next(it)) {
+    for (; rc == 0 && tw__db_iter_valid(it); tw__db_iter_next(it)) {
         size_t kl, vl;
         const unsigned char *k = tw__db_iter_key(it, &kl);
         const unsigned char *v = tw__db_iter_value(it, &vl);
 
-        if (kl == 1 && k[0] == 'M' && vl == 16) {
-            memcpy(h + 36, v, 16); /* next_seq, count */
-        } else if (kl == 1 && k[0] == 'R' && vl == TW__REPL_LEN) {
-            memcpy(h + 4, v, 32); /* set, epoch, lsn, watermark */
-        } else if (kl > 0 && k[0] == 'T') {
-            break;
-        }
+        if (kl == TW__MARK_KEY_LEN && !memcmp(k, tw__mark_key, kl))
+            rc = tw__mark_decode(v, vl, &next_seq, &count);
+        else if (kl == TW__REPL_KEY_LEN && !memcmp(k, tw__repl_key, kl))
+            rc = tw__repl_decode(v, vl, &r);
+        else if (tw__key_decode(k, kl, &id) != 0)
+            break; /* a timer (or damage, which the loop reports) */
     }
+    tw__put_be64(h + 4, r.set);
+    tw__put_be64(h + 12, r.epoch);
+    tw__put_be64(h + 20, r.lsn);
+    tw__put_be64(h + 28, r.watermark);
+    tw__put_be64(h + 36, next_seq);
+    tw__put_be64(h + 44, count);
     emit(o, h, sizeof h);
+    return rc;
+}
+
+/* Every timer from the iterator's place, in key order; their number. */
+static int emit_timers(struct out *o, struct tw__db_iter *it, uint64_t *n)
+{
+    for (; o->rc == 0 && tw__db_iter_valid(it); tw__db_iter_next(it)) {
+        size_t kl, vl;
+        const void *k = tw__db_iter_key(it, &kl);
+        const void *v = tw__db_iter_value(it, &vl);
+        unsigned char rec[18];
+        struct tw_store_id id;
+        int rc = tw__key_decode(k, kl, &id);
+
+        if (rc <= 0)
+            return rc; /* past the timers, or damage */
+        if (vl > TW_STORE_PAYLOAD_MAX)
+            return -EBADMSG;
+        rec[0] = (unsigned char)(vl >> 8);
+        rec[1] = (unsigned char)vl;
+        tw__put_be64(rec + 2, id.deadline_ns);
+        tw__put_be64(rec + 10, id.seq);
+        emit(o, rec, sizeof rec);
+        emit(o, v, vl);
+        (*n)++;
+    }
+    return 0;
 }
 
 int tw_store_snapshot(struct tw_store *s, tw_store_write_fn *fn, void *ctx,
@@ -90,41 +127,34 @@ int tw_store_snapshot(struct tw_store *s, tw_store_write_fn *fn, void *ctx,
 
     if (!s || !fn)
         return -EINVAL;
-    o = calloc(1, sizeof *o);
-    it = tw__db_iter_new(s->db, "", 0);
-    if (!o || !it) {
-        free(o);
-        tw__db_iter_free(it);
+    if (tw__forked(s))
+        return -ECHILD;
+    o = tw__zalloc(sizeof *o);
+    it = o ? tw__db_iter_new(s->db, "", 0) : NULL;
+    if (!it) {
+        if (o)
+            tw_free(o, sizeof *o);
         return -ENOMEM;
     }
-    *o = (struct out){.fn = fn, .ctx = ctx, .sum = TW__FNV_INIT};
-    emit_header(o, it);
+    o->fn = fn;
+    o->ctx = ctx;
+    o->sum = TW__FNV_INIT;
+    rc = emit_header(o, it);
     if (lsn)
         *lsn = tw__get_be64(o->buf + 20);
-    for (; o->rc == 0 && tw__db_iter_valid(it); tw__db_iter_next(it), n++) {
-        size_t kl, vl;
-        const unsigned char *k = tw__db_iter_key(it, &kl);
-        const void *v = tw__db_iter_value(it, &vl);
-        unsigned char len[2] = {(unsigned char)(vl >> 8), (unsigned char)vl};
-
-        if (kl != TW__KEY_LEN || k[0] != 'T' || vl > TW_STORE_PAYLOAD_MAX)
-            break;
-        emit(o, len, 2);
-        emit(o, k + 1, 16);
-        emit(o, v, vl);
-    }
-    rc = o->rc ? o->rc : tw__db_iter_error(it);
+    if (rc == 0)
+        rc = emit_timers(o, it, &n);
+    rc = rc ? rc : o->rc ? o->rc : tw__db_iter_error(it);
     end[0] = end[1] = 0xff;
     tw__put_be64(end + 2, n);
     tw__put_be64(end + 10, o->sum);
-    o->sum = TW__FNV_INIT; /* the end is not summed */
     if (rc == 0)
         emit(o, end, sizeof end);
     rc = rc ? rc : o->rc;
     if (rc == 0 && o->len)
         rc = fn(o->buf, o->len, ctx);
     tw__db_iter_free(it);
-    free(o);
+    tw_free(o, sizeof *o);
     return rc;
 }
 
@@ -167,7 +197,7 @@ struct restore {
 static int restore_timers(struct restore *r)
 {
     unsigned char rec[2 + 16 + TW_STORE_PAYLOAD_MAX], key[TW__KEY_LEN];
-    unsigned char end[16];
+    unsigned char end[16], mark[TW__MARK_LEN];
     int rc;
 
     for (;;) {
@@ -183,8 +213,8 @@ static int restore_timers(struct restore *r)
             return -EBADMSG;
         if ((rc = take(&r->in, rec + 2, 16 + len, true)) != 0)
             return rc;
-        key[0] = 'T';
-        memcpy(key + 1, rec + 2, 16);
+        tw__key_encode(key, (struct tw_store_id){tw__get_be64(rec + 2),
+                                                 tw__get_be64(rec + 10)});
         tw__db_batch_put(r->b, key, sizeof key, rec + 18, len);
         if (++r->n % RESTORE_BATCH == 0) {
             if ((rc = tw__db_write_nosync(r->db, r->b)) != 0)
@@ -196,7 +226,8 @@ static int restore_timers(struct restore *r)
         return rc;
     if (tw__get_be64(end) != r->n || tw__get_be64(end + 8) != r->in.sum)
         return -EBADMSG;
-    tw__db_batch_put(r->b, "M", 1, r->h + 36, 16);
+    tw__mark_encode(mark, tw__get_be64(r->h + 36), tw__get_be64(r->h + 44));
+    tw__db_batch_put(r->b, tw__mark_key, TW__MARK_KEY_LEN, mark, sizeof mark);
     return 0;
 }
 
@@ -212,15 +243,16 @@ static int restore_into(struct restore *r, const char *dir)
         return rc;
     path = tw__dir_db_path(dir);
     rc = !path ? -ENOMEM : !create ? -EEXIST : tw__db_open(path, true, &r->db);
-    free(path);
+    tw__strfree(path);
     if (rc == 0 && !(r->b = tw__db_batch_new()))
         rc = -ENOMEM;
     if (rc == 0)
         rc = restore_timers(r);
     if (rc == 0) {
-        memcpy(v, r->h + 4, 32);
-        v[32] = 'F';
-        tw__db_batch_put(r->b, TW__REPL_KEY, 1, v, sizeof v);
+        tw__repl_put(tw__get_be64(r->h + 4), tw__get_be64(r->h + 12),
+                     tw__get_be64(r->h + 20), tw__get_be64(r->h + 28), false,
+                     v);
+        tw__db_batch_put(r->b, tw__repl_key, TW__REPL_KEY_LEN, v, sizeof v);
         rc = tw__db_write(r->db, r->b);
     }
     tw__db_batch_free(r->b);

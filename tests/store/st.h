@@ -174,4 +174,32 @@ static inline int st_count_visit(struct tw_store_id id, const void *p,
     return 0;
 }
 
+/* What a restart would find: tw_store_scan()'s count of dir, which must
+ * succeed. */
+static inline int64_t st_on_disk(const char *dir)
+{
+    int64_t n = 0, rc = tw_store_scan(dir, st_count_visit, &n);
+
+    cr_assert_eq(rc, n, "scan: %lld", (long long)rc);
+    return n;
+}
+
+/* A suite's fixture, the same for every store suite: a fresh directory in
+ * `dir` and a recorder `rec` that acks each delivery; teardown runs
+ * `before_rmdir` (a statement) and removes the directory. */
+#define ST_FIXTURE(suite, timeout_s, before_rmdir)                             \
+    static char dir[64];                                                       \
+    static struct st_rec rec;                                                  \
+    static void setup(void)                                                    \
+    {                                                                          \
+        st_mkdir(dir, sizeof dir);                                             \
+        st_rec_init(&rec, true);                                               \
+    }                                                                          \
+    static void teardown(void)                                                 \
+    {                                                                          \
+        before_rmdir;                                                          \
+        st_rmdir(dir);                                                         \
+    }                                                                          \
+    TestSuite(suite, .init = setup, .fini = teardown, .timeout = timeout_s)
+
 #endif

@@ -106,14 +106,6 @@ static void unfill(const char *name)
     cr_assert_eq(unlink(path), 0);
 }
 
-static int64_t on_disk(void)
-{
-    int64_t n = 0, rc = tw_store_scan(dir, st_count_visit, &n);
-
-    cr_assert_eq(rc, n, "scan: %lld", (long long)rc);
-    return n;
-}
-
 /* DURABLE timers far ahead, confirmed; the store closed. */
 static void make_store(void)
 {
@@ -154,7 +146,8 @@ static void reopens_with(int64_t want)
 
     cr_assert_geq((int64_t)tw_store_count(s), want);
     cr_assert_eq(tw_store_close(s), 0);
-    cr_assert_geq(on_disk(), want, "a durable timer lost to the full disk");
+    cr_assert_geq(st_on_disk(dir), want,
+                  "a durable timer lost to the full disk");
 }
 
 Test(store_diskfull, opening_an_existing_store_on_a_full_disk)

@@ -130,22 +130,7 @@ static long fault_disarm(void)
     return atomic_load(&fault_calls);
 }
 
-static char dir[64];
-static struct st_rec rec;
-
-static void setup(void)
-{
-    st_mkdir(dir, sizeof dir);
-    st_rec_init(&rec, true);
-}
-
-static void teardown(void)
-{
-    fault_disarm();
-    st_rmdir(dir);
-}
-
-TestSuite(store_errors, .init = setup, .fini = teardown, .timeout = 120);
+ST_FIXTURE(store_errors, 120, fault_disarm());
 
 static int open_err(const char *d)
 {
@@ -160,14 +145,6 @@ static int open_err(const char *d)
     if (s)
         cr_assert_eq(tw_store_close(s), 0);
     return s ? 0 : err;
-}
-
-static int64_t on_disk(void)
-{
-    int64_t n = 0, rc = tw_store_scan(dir, st_count_visit, &n);
-
-    cr_assert_eq(rc, n, "scan: %lld", (long long)rc);
-    return n;
 }
 
 Test(store_errors, a_second_opener_gets_ebusy)
@@ -227,10 +204,13 @@ Test(store_errors, a_foreign_directory_is_left_alone)
     fputs("not a store\n", f);
     fclose(f);
     cr_assert_eq(open_err(dir), -ENOTEMPTY);
+    cr_assert_eq(tw_store_scan(dir, st_count_visit, &(int64_t){0}), -ENOTEMPTY);
     cr_assert_eq(stat(path, &st), 0);
     cr_assert_eq(st.st_size, 12);
     snprintf(path, sizeof path, "%s/STORE", dir);
     cr_assert_neq(stat(path, &st), 0, "marker written into a foreign dir");
+    snprintf(path, sizeof path, "%s/LOCK", dir);
+    cr_assert_neq(stat(path, &st), 0, "lock file made in a foreign dir");
     snprintf(path, sizeof path, "%s/mail.txt", dir);
     cr_assert_eq(unlink(path), 0);
     cr_assert_eq(open_err(dir), 0);
@@ -353,7 +333,8 @@ static void fail_commit_at(long k, int err, int64_t *durable)
     }
     rc = tw_store_close(s);
     cr_assert(rc == 0 || rc == -err, "close: %d", rc);
-    cr_assert_geq(on_disk(), *durable, "site %ld lost a durable timer", k);
+    cr_assert_geq(st_on_disk(dir), *durable, "site %ld lost a durable timer",
+                  k);
 }
 
 static void every_site(int err)
@@ -403,7 +384,7 @@ Test(store_errors, faults_while_opening)
             durable = 1;
         }
         cr_assert_eq(open_err(dir), 0, "site %ld left it unopenable", k);
-        cr_assert_geq(on_disk(), durable);
+        cr_assert_geq(st_on_disk(dir), durable);
     }
 }
 
@@ -427,7 +408,7 @@ static void stays_failed_from(long k, int err, int64_t *durable)
     rc = tw_store_close(s);
     fault_disarm();
     cr_assert(rc == 0 || rc == -err, "close: %d", rc);
-    cr_assert_geq(on_disk(), *durable, "from site %ld lost a timer", k);
+    cr_assert_geq(st_on_disk(dir), *durable, "from site %ld lost a timer", k);
 }
 
 Test(store_errors, a_disk_that_stays_full_from_every_site)
@@ -462,5 +443,24 @@ Test(store_errors, a_failing_info_log_changes_nothing)
     cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "l", 1, NULL), 0);
     cr_assert_eq(tw_store_close(s), 0);
     cr_assert_eq(fault_disarm(), 0, "RocksDB wrote its info log");
-    cr_assert_eq(on_disk(), 1);
+    cr_assert_eq(st_on_disk(dir), 1);
+}
+
+/* A failed write or sync is counted (tw_store_metrics()): the first call
+ * of a commit fails. */
+Test(store_errors, a_failed_sync_is_counted)
+{
+    struct tw_store *s = st_open(dir, &rec);
+    struct tw_store_metrics m;
+
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "a", 1, NULL), 0);
+    fault_arm(dir, 0, EIO);
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "b", 1, NULL), -EIO);
+    fault_disarm();
+    cr_assert_eq(tw_store_metrics(s, &m), 0);
+    cr_assert_eq(m.sync_failures, 1);
+    cr_assert_eq(m.commits, 1);
+    cr_assert_eq(m.queue_depth, 0);
+    cr_assert_eq(m.held, 1);
+    cr_assert_eq(tw_store_close(s), -EIO);
 }
