@@ -157,6 +157,16 @@ uint32_t tw__handle_settle(struct tw_handle *h)
     return w;
 }
 
+/* Whether a canceller or re-armer holds h's word (CANCELLING, LOCKED) at
+ * this instant: the worker puts such a new handle aside instead of
+ * waiting for it (worker.c). */
+bool tw__handle_held(struct tw_handle *h)
+{
+    int st = tw__st(atomic_load_explicit(&h->word, memory_order_relaxed));
+
+    return st == TW__CANCELLING || st == TW__LOCKED;
+}
+
 /* After a move out of a running state from word w: wake any
  * cancel-and-wait. A waiter sets TW__WAITERS by compare-and-swap on the
  * running word, so either it did so before our move (which then saw the
@@ -234,6 +244,7 @@ static __attribute__((noinline)) bool queue_message(struct tw_service *s,
         return false;
     m->h = h;
     tw__mpsc_push(&s->cancelq, &m->node);
+    tw__backlog_sent_queue();
     return true;
 }
 

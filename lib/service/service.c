@@ -133,6 +133,7 @@ static int start(struct tw_service *s, const struct tw_service_config *cfg)
     /* The reaping bound before the worker's first turn (backlog.c), which
      * a thread slow to start may make long after the first cancels. */
     atomic_store_explicit(&s->reap_bound, TW__REAP_FLOOR, memory_order_relaxed);
+    atomic_store_explicit(&s->reap_queue, TW__REAP_FLOOR, memory_order_relaxed);
     init_sync(s);
     rc = make_wheel(s, cfg);
     if (!rc)

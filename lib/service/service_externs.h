@@ -32,6 +32,7 @@ void tw__handle_ref_unpublished(struct tw_handle *h);
 void tw__handle_unref(struct tw_handle *h);
 void tw__handle_let_go(struct tw_handle *h);
 uint32_t tw__handle_settle(struct tw_handle *h);
+bool tw__handle_held(struct tw_handle *h);
 bool tw__handle_cas(struct tw_handle *h, uint32_t *w, int to, bool bump);
 void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
                      enum tw__outcome why);
@@ -64,7 +65,15 @@ void tw__backlog_publish(struct tw_service *s, uint64_t now);
 /* Canceller, its message ring's block full: wake the worker, or give it
  * the processor, if the ring's backlog is past the bound. */
 void tw__backlog_check(struct tw_service *s, struct tw__rings *r);
-/* Worker, after a reap that took messages: wake the cancellers waiting. */
+/* Producer, its new-timer ring's block full, before it pushes: the same
+ * for the timers it cancelled before the worker admitted them. */
+void tw__backlog_schedule(struct tw_service *s, struct tw__rings *r);
+/* Producer without a ring: after each message onto cancelq, and before
+ * each push onto newq (looking once per TW__BLOCK_SLOTS pushes). */
+void tw__backlog_sent_queue(void);
+void tw__backlog_schedule_queue(struct tw_service *s);
+/* Worker, after a reap or an admission that took something: wake the
+ * cancellers waiting. */
 void tw__backlog_reaped(struct tw_service *s);
 
 /* gate.c */

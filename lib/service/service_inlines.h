@@ -329,10 +329,15 @@ static inline void tw__worker_post(struct tw_service *s, struct tw_handle *h)
     uint64_t due = tw__deadline(h);
     struct tw__rings *r = tw__rings_mine(s);
 
-    if (r && tw__ring_push(&r->fresh, h))
+    if (r && __builtin_expect(r->fresh.used == TW__BLOCK_SLOTS, 0))
+        tw__backlog_schedule(s, r); /* once a block: backlog.c */
+    if (r && tw__ring_push(&r->fresh, h)) {
         atomic_signal_fence(memory_order_seq_cst); /* see notify_pushed */
-    else
+    } else {
+        tw__backlog_schedule_queue(s);
+        atomic_fetch_add_explicit(&s->newq_in, 1, memory_order_relaxed);
         tw__mpsc_push(&s->newq, &h->qnode);
+    }
     tw__worker_notify_pushed(s, due);
 }
 

@@ -207,6 +207,11 @@ struct tw__stripe {
     atomic_int_fast64_t credit; /* pending slots taken from `avail`, unused */
 };
 
+/* Exactly one line: a ninth counter would silently make every stripe two
+ * (issue 29), and each service holds 65 of them. */
+_Static_assert(sizeof(struct tw__stripe) == TW__CACHE_LINE,
+               "a stripe of counters must be exactly one cache line");
+
 /* A message on cancelq: the handle it is about, in a node of its own,
  * allocated by the sender (tw_alloc) and freed by the worker that takes it
  * (or stop). Like a ring slot, it holds no reference (service.h, "Custody"). */
@@ -226,6 +231,9 @@ struct tw__rings {
     size_t asked;
     size_t fresh_at;
     bool kicked;
+    /* The producer's own msgs.tail when it last looked at its fresh ring
+     * (backlog.c): how many messages it sent between two looks. */
+    size_t msgs_mine;
 };
 
 /* A singly linked FIFO of handles through their `next` field, which lies
@@ -263,13 +271,25 @@ struct tw_service {
      * it is awake; reap_wake says it sleeps longer than TW__REAP_NS. */
     _Alignas(TW__CACHE_LINE) atomic_uint_fast64_t sleep_until;
     atomic_bool reap_wake;
+    /* The worker is in its advance, running callbacks (backlog.c: a
+     * canceller waiting for it gives up sooner then). */
+    atomic_bool in_advance;
     /* Unreaped cancel messages per ring past which a canceller wakes the
      * worker (backlog.c): written by the worker when it changes, read by
      * cancellers once per block of their ring; TW__REAP_FLOOR until the
      * worker's first turn. */
     atomic_uint_fast64_t reap_bound;
+    /* The same bound before it is shared among the rings: that of the
+     * new queue, which every thread without a ring shares (backlog.c). */
+    atomic_uint_fast64_t reap_queue;
+    /* Handles the worker has taken from newq (it alone writes it). */
+    atomic_size_t newq_out;
     atomic_bool hinted; /* a re-arm to an earlier deadline sent a message */
     struct tw__mpsc newq;
+    /* Handles pushed onto newq: counted by the pushers (threads without a
+     * ring, the executor's hand-backs), so that a canceller without a ring
+     * sees how many wait for admission there (backlog.c). */
+    _Alignas(TW__CACHE_LINE) atomic_size_t newq_in;
     struct tw__mpsc cancelq;                    /* struct tw__qmsg nodes */
     struct tw__stripe stripes[TW__STRIPES + 1]; /* the last: shared */
     /* Each owned stripe's rings (ring.c), made by its owner at its first
@@ -291,7 +311,9 @@ struct tw_service {
     /* Owned by the worker thread (by stop once it is joined). */
     struct tw_wheel *wheel;
     struct tw__hlist batch; /* due, for the executor after the advance */
+    struct tw__hlist held;  /* new, their word held: admitted next turn */
     bool reaped;            /* the last reap found cancelled timers */
+    bool admitted;          /* the last admission took new timers */
     uint64_t hwm, hwm_at;   /* most timers in the wheel since hwm_at */
     bool behind_set;        /* the worker's copy of `behind` */
     uint64_t drained_at;    /* when the worker last emptied rings and newq */

@@ -205,8 +205,6 @@ void tw__worker_reap(struct tw_service *s, bool wait)
         any = true;
     }
     s->reaped = any;
-    if (any)
-        tw__backlog_reaped(s);
 }
 
 /* New h into the wheel, or let go of if it was cancelled on the way. */
@@ -218,6 +216,32 @@ static void admit_one(struct tw_service *s, struct tw_handle *h)
         tw__handle_drop(s, h, TW__OUT_CANCELLED);
 }
 
+/* As admit_one(), but a handle whose word a canceller or re-armer holds
+ * (CANCELLING, LOCKED) is put aside for the next turn instead of waited
+ * for: with more producers than processors, the holder may have been
+ * preempted inside its few instructions, and a worker yielding to it until
+ * it ran again took hundreds of milliseconds to admit a turn's timers
+ * (issue 28). */
+static void admit_or_defer(struct tw_service *s, struct tw_handle *h)
+{
+    if (tw__handle_held(h))
+        tw__hlist_push(&s->held, h);
+    else
+        admit_one(s, h);
+}
+
+/* The handles put aside by the last admission: admitted now, or put aside
+ * again (wait: by stop, which waits for every holder instead). */
+static void admit_held(struct tw_service *s, bool wait)
+{
+    struct tw__hlist l = s->held;
+    struct tw_handle *h;
+
+    s->held = (struct tw__hlist){0};
+    while ((h = tw__hlist_pop(&l)))
+        (wait ? admit_one : admit_or_defer)(s, h);
+}
+
 /* At most max new handles: an equal share from each ring, then the queue
  * (which holds the pushes of threads without a ring) up to max. Returns
  * whether some may be left. */
@@ -226,20 +250,29 @@ bool tw__worker_admit(struct tw_service *s, size_t max, bool wait)
     uint64_t m = tw__rings_made(s);
     size_t share = max / ((size_t)__builtin_popcountll(m) + 1);
     bool left = false;
-    size_t i = drain_rings(s, m, offsetof(struct tw__rings, fresh),
-                           share ? share : 1, &left, admit_one);
+    size_t i, q = 0;
 
-    for (; i < max; i++) {
+    admit_held(s, wait);
+    i = drain_rings(s, m, offsetof(struct tw__rings, fresh), share ? share : 1,
+                    &left, wait ? admit_one : admit_or_defer);
+
+    for (; i + q < max; q++) {
         struct cds_wfcq_node *n =
             wait ? tw__mpsc_pop_wait(&s->newq) : tw__mpsc_pop(&s->newq);
 
-        if (!n)
-            return left;
-        if (n == TW__MPSC_BUSY)
-            return true;
-        admit_one(s, of_qnode(n));
+        if (!n || n == TW__MPSC_BUSY) {
+            left = left || n;
+            break;
+        }
+        (wait ? admit_one : admit_or_defer)(s, of_qnode(n));
     }
-    return true;
+    if (q)
+        atomic_store_explicit(
+            &s->newq_out,
+            atomic_load_explicit(&s->newq_out, memory_order_relaxed) + q,
+            memory_order_relaxed);
+    s->admitted = i + q > 0;
+    return left || s->held.n || i + q >= max;
 }
 
 /* Periodic or re-armed h is pending again at its deadline: back into the
@@ -503,11 +536,15 @@ void *tw__worker_main(void *arg)
 
         tw__worker_reap(s, false);
         more = tw__worker_admit(s, ADMIT_BATCH, false);
+        if (s->reaped || s->admitted)
+            tw__backlog_reaped(s); /* wake the cancellers waiting */
         tw__backlog_publish(s, now);
         track_lag(s, now, more);
         if (tw__stopping(s))
             break;
+        atomic_store_explicit(&s->in_advance, true, memory_order_relaxed);
         tw_advance(s->wheel, now);
+        atomic_store_explicit(&s->in_advance, false, memory_order_relaxed);
         if (s->batch.n)
             tw__exec_submit(&s->exec, &s->batch);
         if (more)
