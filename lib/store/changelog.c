@@ -511,6 +511,14 @@ static int walk(const unsigned char *p, size_t len, uint64_t lsn,
     return off == len ? 0 : -EBADMSG;
 }
 
+int tw__log_visit(const struct tw_store_log_rec *rec, tw_store_log_visit_fn *fn,
+                  void *ctx)
+{
+    return walk((const unsigned char *)rec->data + TW__LOG_HDR,
+                rec->len - TW__LOG_HDR, rec->first_lsn,
+                (uint32_t)(rec->last_lsn - rec->first_lsn + 1), fn, ctx);
+}
+
 int tw_store_log_decode(const void *data, size_t len,
                         struct tw_store_log_rec *rec, tw_store_log_visit_fn *fn,
                         void *ctx)

@@ -144,7 +144,7 @@ static void put_marks(const struct apply *a, const struct tw_store_log_rec *rec)
     tw__db_batch_put(a->b, tw__repl_key, TW__REPL_KEY_LEN, v, sizeof v);
 }
 
-static int64_t apply_record(struct tw_store *s, const void *data, size_t len,
+static int64_t apply_record(struct tw_store *s,
                             const struct tw_store_log_rec *rec)
 {
     struct tw__repl *r = &s->repl;
@@ -166,7 +166,7 @@ static int64_t apply_record(struct tw_store *s, const void *data, size_t len,
     if (!a.w)
         return -ENOMEM;
     tw__db_batch_clear(a.b);
-    tw_store_log_decode(data, len, NULL, apply_entry, &a);
+    tw__log_visit(rec, apply_entry, &a); /* checked by tw_store_apply() */
     fill_batch(&a);
     tw_free(a.w, a.cap * sizeof *a.w);
     put_marks(&a, rec);
@@ -204,7 +204,7 @@ int64_t tw_store_apply(struct tw_store *s, const void *data, size_t len)
     pthread_mutex_lock(&s->repl.apply_mu);
     rc = check(s, &rec);
     if (rc == 0)
-        rc = apply_record(s, data, len, &rec);
+        rc = apply_record(s, &rec);
     else if (rc == 1)
         rc = 0;
     pthread_mutex_unlock(&s->repl.apply_mu);

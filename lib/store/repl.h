@@ -86,6 +86,10 @@ size_t tw__log_put_entry(unsigned char *p, enum tw_store_log_kind kind,
  * (none: 0); renews the lease under log_sync, fences on -ESTALE. */
 int tw__log_hand(struct tw_store *s, size_t end, uint64_t first_lsn,
                  uint32_t count);
+/* Visit the entries of a record tw_store_log_decode() accepted (rec is
+ * its header), without checking it again. */
+int tw__log_visit(const struct tw_store_log_rec *rec, tw_store_log_visit_fn *fn,
+                  void *ctx);
 /* FNV-1a, 64 bits. */
 uint64_t tw__fnv(uint64_t h, const void *p, size_t n);
 #define TW__FNV_INIT UINT64_C(0xcbf29ce484222325)
