@@ -482,7 +482,8 @@ TW_PUBLIC int tw_store_log_decode(const void *data, size_t len,
  * replica set), -ESTALE (of an older epoch than one applied: a deposed
  * leader's), -ERANGE (its first LSN leaves a gap after the applied LSN:
  * nothing applied; restore a snapshot or read the log from the applied
- * LSN), or the store's write error. Any thread; calls are serialised.
+ * LSN), -ENOMEM, or the store's write error. Nothing is applied on any
+ * error. Any thread; calls are serialised.
  */
 TW_PUBLIC int64_t tw_store_apply(struct tw_store *s, const void *data,
                                  size_t len);
@@ -535,7 +536,8 @@ typedef long tw_store_read_fn(void *buf, size_t len, void *ctx);
  * works) through fn: its set, epoch, LSN and watermark, then every timer in
  * deadline order, then a checksum; consistent at one LSN, stored in *lsn
  * (when not NULL). A new follower restored from it applies the log from
- * *lsn + 1. Returns 0, -EINVAL (NULL s or fn), fn's error, or a read error.
+ * *lsn + 1. Returns 0, -EINVAL (NULL s or fn), -ENOMEM, -EBADMSG (a
+ * damaged record met), fn's error, or a read error.
  */
 TW_PUBLIC int tw_store_snapshot(struct tw_store *s, tw_store_write_fn *fn,
                                 void *ctx, uint64_t *lsn);
