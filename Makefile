@@ -351,6 +351,8 @@ format-check: format-tool
 #                              libuv, libevent and epoll, a step of make test
 #   tests/store/store.mk       make store-crash, store-crash-quick (a step of
 #                              make test): SIGKILLs of a store writer
+#   tests/store/replica/replica.mk  make store-failover, store-failover-quick:
+#                              a store replicated through NATS JetStream
 #   bench/store/store.mk       make bench-store (a step of make bench),
 #                              bench-store-scale, bench-store-dbs
 #   tests/mosquitto/mosquitto.mk  make mosquitto, mosquitto-test, mosquitto-ci
@@ -367,6 +369,7 @@ include bench/netty/netty.mk
 include tests/extra.mk
 include docs/examples/examples.mk
 include tests/store/store.mk
+include tests/store/replica/replica.mk
 include bench/store/store.mk
 include tests/mosquitto/mosquitto.mk
 include abi/abi.mk

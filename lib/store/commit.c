@@ -146,6 +146,7 @@ static void resolve(struct tw_store *s, struct tw__op *ops, size_t n,
     tw__mark_encode(mark, next_seq, s->batch_count);
     tw__db_batch_put(s->batch, tw__mark_key, TW__MARK_KEY_LEN, mark,
                      sizeof mark);
+    tw__repl_resolve(s, ops, n); /* replication: LSNs and 'R' */
 }
 
 /* Pass 3 for a durable schedule. */
@@ -248,6 +249,8 @@ int tw__commit(struct tw_store *s, struct tw__op *ops, size_t n)
         t0 = tw__mono_ns();
         rc = tw__db_write(s->db, s->batch);
         count_commit(s, n, rc, tw__mono_ns() - t0);
+        if (rc == 0)
+            rc = tw__repl_commit(s, ops, n); /* replication: to cfg.log */
         if (rc == 0) {
             tw__witness_note(&s->witness, next_seq);
             atomic_store_explicit(&s->count, s->batch_count,

@@ -49,6 +49,7 @@ struct tw__db {
     rocksdb_block_based_table_options_t *table;
     rocksdb_cache_t *cache;
     rocksdb_writeoptions_t *sync_write;
+    rocksdb_writeoptions_t *plain_write; /* a follower's apply */
     rocksdb_readoptions_t *read;
 };
 
@@ -149,6 +150,7 @@ int tw__db_open(const char *path, bool create, struct tw__db **out)
     set_options(d, create);
     d->sync_write = rocksdb_writeoptions_create();
     rocksdb_writeoptions_set_sync(d->sync_write, 1);
+    d->plain_write = rocksdb_writeoptions_create();
     d->read = rocksdb_readoptions_create();
     d->db = rocksdb_open(d->opt, path, &err);
     if (err) {
@@ -186,6 +188,7 @@ void tw__db_close(struct tw__db *d)
     }
     rocksdb_readoptions_destroy(d->read);
     rocksdb_writeoptions_destroy(d->sync_write);
+    rocksdb_writeoptions_destroy(d->plain_write);
     rocksdb_options_destroy(d->opt);
     rocksdb_block_based_options_destroy(d->table);
     rocksdb_cache_destroy(d->cache);
@@ -224,6 +227,14 @@ int tw__db_write(struct tw__db *d, struct tw__db_batch *b)
     char *err = NULL;
 
     rocksdb_write(d->db, d->sync_write, (rocksdb_writebatch_t *)b, &err);
+    return err ? take_err(err) : 0;
+}
+
+int tw__db_write_nosync(struct tw__db *d, struct tw__db_batch *b)
+{
+    char *err = NULL;
+
+    rocksdb_write(d->db, d->plain_write, (rocksdb_writebatch_t *)b, &err);
     return err ? take_err(err) : 0;
 }
 

@@ -48,6 +48,8 @@ static int admit(struct tw_store *s)
         return -ESHUTDOWN;
     if (s->err)
         return s->err;
+    if (tw__repl_refuse(s)) /* replication: a follower takes none */
+        return tw__repl_refuse(s);
     return tw__ops_reserve(s, 1);
 }
 

@@ -130,7 +130,7 @@ static void *worker_main(void *arg)
             continue;
         }
         pthread_mutex_unlock(&s->mu);
-        wait = s->err ? UINT64_MAX : tw__window_step(s);
+        wait = s->err ? UINT64_MAX : tw__repl_step(s); /* replication */
         pthread_mutex_lock(&s->mu);
         if (!batch_ready(s, tw__mono_ns()) && !s->closing)
             sleep_until_work(s, wait);
@@ -204,6 +204,7 @@ static int sync_init(struct tw_store *s)
 static void release(struct tw_store *s)
 {
     tw__window_fini(s);
+    tw__repl_close(s);
     tw__poll_fini(s);
     tw__db_batch_free(s->batch);
     tw__db_close(s->db);
@@ -249,6 +250,8 @@ static int open_parts(struct tw_store *s, const char *dir)
         rc = read_seq(s, create);
     if (rc == 0)
         rc = check_witness(s->next_seq, s->witness.written);
+    if (rc == 0)
+        rc = tw__repl_open(s); /* replication: the 'R' record */
     return rc ? rc : tw__window_init(s);
 }
 

@@ -18,6 +18,9 @@
  *             the core wheel, the due queue, rate-bounded delivery.
  *   poll.c    polled delivery: a FIFO of copies and an eventfd for an
  *             event loop's thread (cfg.polled).
+ *   changelog.c, follower.c, snapshot.c  replication: the change log,
+ *             the follower and its promotion, snapshots (their index and
+ *             formats: repl.h).
  *   fork.c    what a child of fork() may do with an inherited store:
  *             nothing but -ECHILD (a generation bumped by pthread_atfork).
  *   metrics.c tw_store_metrics() and its Prometheus text: figures kept
@@ -54,6 +57,7 @@
 
 #include "clockns.h"
 #include "key.h"
+#include "repl.h"
 #include "timewheel/core.h"
 #include "timewheel/store.h"
 
@@ -73,6 +77,8 @@ void tw__db_batch_put(struct tw__db_batch *b, const void *k, size_t kl,
 void tw__db_batch_del(struct tw__db_batch *b, const void *k, size_t kl);
 /* Write b and sync it to disk. 0 or a negative errno. */
 int tw__db_write(struct tw__db *db, struct tw__db_batch *b);
+/* Write b without a sync (a follower's apply: the log holds it). */
+int tw__db_write_nosync(struct tw__db *db, struct tw__db_batch *b);
 /* 1 and up to *vl bytes of the value into v (*vl set to its length), 0 if
  * absent, or a negative errno. */
 int tw__db_get(struct tw__db *db, const void *k, size_t kl, void *v,
@@ -272,6 +278,9 @@ struct tw_store {
     size_t loaded;      /* entries in memory in ARMED, DUE or DELIVERED */
     double tokens;      /* deliveries the rate allows now */
     uint64_t tokens_at; /* CLOCK_MONOTONIC of the last refill */
+
+    /* Replication (repl.h: changelog.c, follower.c, snapshot.c). */
+    struct tw__repl repl;
 
     /* Polled delivery (poll.c): the FIFO under poll_mu, and its eventfd. */
     pthread_mutex_t poll_mu;

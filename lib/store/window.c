@@ -219,6 +219,8 @@ static uint64_t deliver(struct tw_store *s)
             tw__entry_free(e);
         } else if (e->id.deadline_ns > tw__real_ns()) {
             return WHEEL_TICK_NS; /* the wall clock stepped back */
+        } else if (!tw__repl_may_deliver(s)) {
+            return WHEEL_TICK_NS; /* replication: no lease, no delivery */
         } else if (s->cfg.deliver_rate && s->tokens < 1) {
             return (uint64_t)((1 - s->tokens) * 1e9 / s->cfg.deliver_rate) + 1;
         } else {
