@@ -402,6 +402,53 @@ TW_PUBLIC int tw_service_destroy(struct tw_service *s);
 TW_PUBLIC int tw_service_stats(struct tw_service *s,
                                struct tw_service_stats *out);
 
+/* Buckets of the lateness histogram of struct tw_service_metrics: bucket i
+ * counts the timers fired at most TW_SERVICE_LATE_NS(i) ns late (and more
+ * than TW_SERVICE_LATE_NS(i - 1)): 65.5 us, 131 us, ... doubling up to
+ * 2.1 s; late[TW_SERVICE_LATE_BUCKETS] counts those later still. */
+#define TW_SERVICE_LATE_BUCKETS 16
+#define TW_SERVICE_LATE_NS(i) (UINT64_C(65536) << (i))
+
+/*
+ * What an operator reads of a running service, without stopping anything
+ * (each figure a relaxed read of what the worker writes):
+ *  lag_ns       how far the worker is behind its clock now: 0 while it
+ *               sleeps; while it works, the time since the clock reading
+ *               its current turn acts on (a long callback, a flood to
+ *               admit, or no processor, all show here)
+ *  late[]       the lateness of the timers the worker fired: the clock
+ *               reading of the turn that found each due, less its
+ *               deadline (a timer run after a long callback of the same
+ *               turn counts from the turn's reading), in the buckets
+ *               above; fired, their number; late_sum_ns, their total
+ * reserved is zeroed: fields can be added without a new SONAME.
+ */
+struct tw_service_metrics {
+    uint64_t lag_ns;
+    uint64_t fired;
+    uint64_t late_sum_ns;
+    uint64_t late[TW_SERVICE_LATE_BUCKETS + 1];
+    uint64_t reserved[8];
+};
+
+/* Fill *out; 0, -EINVAL for a NULL argument, -ECHILD in a child of fork()
+ * that inherited s. Callable from any thread, also from a callback, and
+ * after stop (lag 0 then). */
+TW_PUBLIC int tw_service_metrics(const struct tw_service *s,
+                                 struct tw_service_metrics *out);
+
+/* The metrics and the counters of tw_service_stats() in the Prometheus text
+ * format (version 0.0.4), into buf of len bytes, with snprintf()'s
+ * contract: never past len, NUL-terminated when len > 0, and the length of
+ * the whole text returned (write again with a bigger buffer when it is not
+ * below len). Families: tw_service_lag_seconds (gauge),
+ * tw_service_lateness_seconds (histogram), tw_service_pending (gauge),
+ * tw_service_{scheduled,runs,completed,cancelled,returned,rejected,wakeups}_total
+ * (counters). -EINVAL for a NULL s (or a NULL buf with len > 0), -ECHILD as
+ * above, -EOVERFLOW if the length would not fit an int. */
+TW_PUBLIC int tw_service_metrics_text(const struct tw_service *s, char *buf,
+                                      size_t len);
+
 #ifdef __cplusplus
 }
 #endif

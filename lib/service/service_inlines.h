@@ -329,6 +329,31 @@ static inline void tw__wake_reap(struct tw_service *s)
         tw__wake_kick(s);
 }
 
+/* ---- metrics.c's half: what the worker counts as it fires ---- */
+
+/* A plain add to a counter only the worker writes. */
+static inline void tw__metric_add(atomic_uint_fast64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
+/* The worker fired a timer due at deadline in its turn that read the clock
+ * at turn_at: into the lateness histogram (worker only). */
+static inline void tw__metrics_fired(struct tw_service *s, uint64_t deadline)
+{
+    uint64_t at = atomic_load_explicit(&s->turn_at, memory_order_relaxed);
+    uint64_t late = at > deadline ? at - deadline : 0;
+    uint64_t q = (late - 1) >> 16; /* 0 for at most 65,536 ns */
+    unsigned b = late && q ? 64u - (unsigned)__builtin_clzll(q) : 0;
+
+    if (b > TW_SERVICE_LATE_BUCKETS)
+        b = TW_SERVICE_LATE_BUCKETS;
+    tw__metric_add(&s->late[b], 1);
+    tw__metric_add(&s->late_sum, late);
+    tw__metric_add(&s->fired, 1);
+}
+
 /* ---- worker.c's half: handing it work ---- */
 
 /* Give custody of h to the worker: push it into this thread's ring, or

@@ -338,6 +338,13 @@ struct tw_service {
     pthread_mutex_t stop_lock;
     bool stopped;      /* under stop_lock */
     bool worker_alive; /* the worker thread was started and not joined */
+    /* Written by the worker alone, read by tw_service_metrics() (metrics.c):
+     * the clock reading of its turn in progress (0: asleep), and the
+     * lateness of what it fired. */
+    _Alignas(TW__CACHE_LINE) atomic_uint_fast64_t turn_at;
+    atomic_uint_fast64_t fired;
+    atomic_uint_fast64_t late_sum;
+    atomic_uint_fast64_t late[TW_SERVICE_LATE_BUCKETS + 1];
     /* The callbacks by index (callbacks.c): filled once each, read by all. */
     _Alignas(TW__CACHE_LINE) _Atomic(tw_service_callback *) cbs[TW__CB_SLOTS];
 };

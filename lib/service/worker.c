@@ -240,6 +240,7 @@ void tw__worker_expire(struct tw_timer *t, void *ctx)
     case TW__CLAIM_WON:
         break;
     }
+    tw__metrics_fired(s, tw__deadline(h));
     if (exec)
         tw__hlist_push(&s->batch, h);
     else
@@ -396,6 +397,7 @@ static void sleep_then_count_lag(struct tw_service *s)
 {
     bool empty = !fresh_waiting(s);
 
+    atomic_store_explicit(&s->turn_at, 0, memory_order_relaxed); /* no lag */
     sleep_next(s);
     if (empty)
         s->drained_at = tw__mono_ns();
@@ -410,14 +412,17 @@ void *tw__worker_main(void *arg)
         uint64_t now = tw__mono_ns();
         bool more;
 
+        atomic_store_explicit(&s->turn_at, now, memory_order_relaxed);
         tw__worker_reap(s, false);
         more = tw__worker_admit(s, ADMIT_BATCH, false);
         if (s->reaped || s->admitted)
             tw__backlog_reaped(s); /* wake the cancellers waiting */
         tw__backlog_publish(s, now);
         track_lag(s, now, more);
-        if (tw__stopping(s))
+        if (tw__stopping(s)) {
+            atomic_store_explicit(&s->turn_at, 0, memory_order_relaxed);
             break;
+        }
         atomic_store_explicit(&s->in_advance, true, memory_order_relaxed);
         tw_advance(s->wheel, now);
         atomic_store_explicit(&s->in_advance, false, memory_order_relaxed);
