@@ -351,6 +351,8 @@ format-check: format-tool
 #                              libuv, libevent and epoll, a step of make test
 #   tests/store/store.mk       make store-crash, store-crash-quick (a step of
 #                              make test): SIGKILLs of a store writer
+#   tests/store/replica/replica.mk  make store-failover, store-failover-quick:
+#                              a store replicated through NATS JetStream
 #   bench/store/store.mk       make bench-store (a step of make bench),
 #                              bench-store-scale, bench-store-dbs
 #   tests/mosquitto/mosquitto.mk  make mosquitto, mosquitto-test, mosquitto-ci
@@ -358,15 +360,20 @@ format-check: format-tool
 #                              of make test): Mosquitto on timewheel
 #   abi/abi.mk                 make abi-check (CI), abi-dump: the shared
 #                              libraries' ABI against the dumps in abi/
+#   tests/nng/nng.mk           make nng, nng-test (CI), nng-bench, nng-check
+#                              (a step of make test): nng's aio timers on
+#                              timewheel
 include bench/bench.mk
 include bench/service/service.mk
 include bench/netty/netty.mk
 include tests/extra.mk
 include docs/examples/examples.mk
 include tests/store/store.mk
+include tests/store/replica/replica.mk
 include bench/store/store.mk
 include tests/mosquitto/mosquitto.mk
 include abi/abi.mk
+include tests/nng/nng.mk
 
 # The header dependencies written by -MMD, of the objects above and of the
 # fragments' (each adds its own to DEP_FILES); absent before the first

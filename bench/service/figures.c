@@ -53,7 +53,6 @@
  * --warmup K repeats schedule, cancel, rearm and memory K times unrecorded
  * first.
  */
-#define _DEFAULT_SOURCE /* mallinfo2 */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -62,16 +61,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#ifdef TW_ALLOC_LIBC
-#include <malloc.h>
-#else
-/* The library's private jemalloc (lib/core/jemalloc.c), its names
- * prefixed tw_je_: the service's blocks are there, reached in this static
- * link. */
-#define JEMALLOC_NO_DEMANGLE 1
-#include <jemalloc/jemalloc.h>
-#endif
 
 #include "svcbench.h"
 
@@ -355,26 +344,6 @@ void fig_rearm(const struct impl *im, const struct sizes *sz, int warmup)
 
 /* ---- memory
  * ------------------------------------------------------------------ */
-
-/* Bytes the allocator has handed out and not had back. jemalloc counts
- * whole size classes, and blocks cached per thread as allocated (a few
- * hundred KB at most, under 1 byte a timer at 10^6). */
-uint64_t allocated_bytes(void)
-{
-#ifdef TW_ALLOC_LIBC
-    return mallinfo2().uordblks;
-#else
-    uint64_t epoch = 1;
-    size_t len = sizeof(epoch), bytes = 0;
-
-    je_mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
-    je_mallctl("epoch", &epoch, &len, &epoch, len);
-    len = sizeof(bytes);
-    if (je_mallctl("stats.allocated", &bytes, &len, NULL, 0))
-        return 0;
-    return bytes;
-#endif
-}
 
 static void run_memory(const struct impl *im, uint64_t n, bool record)
 {

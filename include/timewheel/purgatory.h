@@ -297,7 +297,13 @@ TW_PUBLIC int64_t tw_purgatory_stop(struct tw_purgatory *p,
  * from a try_complete of p or a hand-back function of p (of its stop or
  * its cancel_key, which still use p after fn returns). No other call on p
  * may run or follow. Destroy every purgatory (then its service) before a
- * dlclose() of this library: docs/embedding.md, "dlclose". */
+ * dlclose() of this library: docs/embedding.md, "dlclose".
+ * fork(): in a child of fork(), a purgatory over a service that the child
+ * inherited answers -ECHILD to every call (watch, check, cancel_key,
+ * stats, stop) and this call returns -ECHILD at once, freeing nothing (the
+ * child's copy, gone at its exit or exec): its service has no thread in
+ * the child and a shard lock may have been held by a parent thread. A
+ * purgatory over a core wheel or a caller's timer works in the child. */
 TW_PUBLIC int tw_purgatory_destroy(struct tw_purgatory *p);
 
 /*

@@ -204,6 +204,21 @@ struct tw_timer_spec {
 TW_PUBLIC void tw_service_config_init(struct tw_service_config *cfg,
                                       enum tw_mode mode);
 
+/*
+ * fork(): a child of fork() has only the thread that forked, so the
+ * services it inherits have no worker. Every call on an inherited service
+ * or one of its handles answers -ECHILD and changes nothing (schedule,
+ * submit, cancel, cancel-and-wait, re-arm, stats, stop), and
+ * tw_service_destroy() returns -ECHILD at once, joining nothing and
+ * freeing nothing: the service's memory in the child is its copy of the
+ * parent's, possibly in the middle of a change a parent thread was making,
+ * and goes with the child's address space when it exits or execs.
+ * tw_handle_cancel_release() still drops the caller's reference;
+ * tw_handle_query(), tw_handle_deadline(), tw_handle_release() and
+ * tw_service_now() work. A service created in the child works as
+ * anywhere. docs/service.md, "fork".
+ */
+
 /* Create a service and start its threads. Returns NULL on failure and
  * stores in err (when not NULL) -EINVAL (bad config, as tw_create(), or too
  * many threads), -ENOMEM, -EAGAIN (65,535 services are alive already) or

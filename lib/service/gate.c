@@ -350,6 +350,8 @@ TW_PUBLIC int tw_service_stats(struct tw_service *s,
 
     if (!s || !out)
         return -EINVAL;
+    if (s->forked)
+        return -ECHILD; /* fork.c */
     for (int k = 0; k < STATS_TRIES && spread; k++) {
         struct tw_service_stats r = {0}; /* the reserved tail: zero */
         uint64_t before = accepted(s), done, after;
