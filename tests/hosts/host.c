@@ -4,8 +4,9 @@
  * (ROCKS), over whatever malloc the link or LD_PRELOAD gives it.
  *
  * With TW it first makes a timer of every layer fire (core, loop, service,
- * purgatory over the service, store) and says so; then every variant prints
- * one line that tells what the host's own calls reach:
+ * purgatory over the service, store) and says so (with TW_CORE_ONLY too, a
+ * host linked with the core's library alone: the core's timer only); then every
+ * variant prints one line that tells what the host's own calls reach:
  *
  *   malloc=<object> free=<object> new=<object|none> arena=<n|-> narenas=<n|->
  *
@@ -89,6 +90,23 @@ static int wait_for(int *flag)
     return 0;
 }
 
+#ifdef TW_CORE_ONLY
+static void core_only(void)
+{
+    struct tw_config cfg;
+    struct tw_timer t;
+    struct tw_wheel *w;
+
+    tw_config_init(&cfg, TW_HIER);
+    w = tw_create(&cfg, NULL);
+    tw_timer_init(&t, on_timer, NULL);
+    if (!w || tw_schedule_after(w, &t, 1000000) != 0 ||
+        tw_advance(w, 1000000) != 1 || !fired)
+        fail("core: the timer did not fire");
+    tw_destroy(w);
+    printf("core timer fired\n");
+}
+#else
 static void core_and_loop(void)
 {
     struct tw_config cfg;
@@ -186,7 +204,8 @@ static void store(void)
         fail("rm");
     (void)dir;
 }
-#endif
+#endif /* TW_CORE_ONLY */
+#endif /* TW */
 
 int main(void)
 {
@@ -202,7 +221,9 @@ int main(void)
     rocksdb_options_t *o = rocksdb_options_create();
     rocksdb_options_destroy(o);
 #endif
-#ifdef TW
+#if defined(TW) && defined(TW_CORE_ONLY)
+    core_only();
+#elif defined(TW)
     core_and_loop();
     service_and_purgatory();
     store();

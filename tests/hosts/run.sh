@@ -11,7 +11,8 @@
 #   sh tests/hosts/run.sh [MAKE ARGS...]
 #
 # Hosts: C linked through pkg-config; C++; C with RocksDB's C API linked
-# before and after timewheel; C on tcmalloc, mimalloc, jemalloc (linked, and
+# before and after timewheel, and after the core alone (only the core's
+# timer then); C++ with the core alone; C on tcmalloc, mimalloc, jemalloc (linked, and
 # LD_PRELOAD); a static C program through pkg-config --static alone; a
 # CMake project through find_package(timewheel); Python's ctypes.CDLL; and
 # dlopen/dlclose of each layer's library 100 times in one process
@@ -58,7 +59,7 @@ host() {
     # shellcheck disable=SC2086
     out=$(env $env "$tmp/$name-tw") || fail "$name: the host failed: $out"
     got=$(echo "$out" | tail -n 1)
-    for l in core loop service purgatory store; do
+    for l in ${layers:-core loop service purgatory store}; do
         echo "$out" | grep -qx "$l timer fired" || fail "$name: no $l timer"
     done
     # A C host without a C++ library has no operator new; timewheel's store
@@ -77,6 +78,17 @@ host c++ "c++ -x c++" "" -- -- $twflags
 host rocksdb-first cc "" -- -DROCKS -lrocksdb -- -DROCKS -lrocksdb $twflags
 host rocksdb-last cc "" -- -DROCKS -lrocksdb -- $twflags -DROCKS -lrocksdb
 host c++-rocksdb "c++ -x c++" "" -- -DROCKS -lrocksdb -- -DROCKS $twflags -lrocksdb
+# The core alone with RocksDB after it, as a C broker using RocksDB's C API
+# links (with Debian's jemalloc as the core's allocator, this aborted
+# before main: jemalloc's operator new took libstdc++'s place).
+# shellcheck disable=SC2046
+layers=core
+host rocksdb-core cc "" -- -DROCKS -lrocksdb -- -DTW -DTW_CORE_ONLY \
+    $(pkg-config --cflags --libs timewheel) -DROCKS -lrocksdb
+# shellcheck disable=SC2046
+host c++-core "c++ -x c++" "" -- -- -DTW -DTW_CORE_ONLY \
+    $(pkg-config --cflags --libs timewheel)
+layers=
 host tcmalloc cc "" -- -ltcmalloc -- -ltcmalloc $twflags
 host tcmalloc-last cc "" -- -ltcmalloc -- $twflags -ltcmalloc
 host mimalloc cc "" -- -lmimalloc -- -lmimalloc $twflags
