@@ -181,7 +181,7 @@ soak-run:
 	@$(MAKE) --no-print-directory ALLOC=jemalloc SAN= $(SOAK_LIB)
 	@mkdir -p $(dir $(SOAK_BIN))
 	$(CC) $(WARN) -O2 -g -Iinclude -Itests -D_POSIX_C_SOURCE=200809L -o $(SOAK_BIN) \
-	    tests/soak.c $(SOAK_LIB) -ljemalloc -lurcu-common -lpthread
+	    tests/soak.c $(SOAK_LIB) -ljemalloc -lurcu-common -lpthread -lm
 	$(SOAK_BIN) $(SOAK_SECONDS) $(SOAK_SEED)
 
 # ---- purgatory race at full size -------------------------------------------

@@ -20,6 +20,10 @@
 #ifdef TW_ALLOC_LIBC
 #include <malloc.h>
 #else
+/* The library's private jemalloc (lib/core/jemalloc.c), its names
+ * prefixed tw_je_: the service's blocks are there, reached in this static
+ * link. */
+#define JEMALLOC_NO_DEMANGLE 1
 #include <jemalloc/jemalloc.h>
 #endif
 
@@ -192,9 +196,10 @@ uint64_t allocated_bytes(void)
     uint64_t epoch = 1;
     size_t len = sizeof(epoch), bytes = 0;
 
-    mallctl("epoch", &epoch, &len, &epoch, len);
+    je_mallctl("thread.tcache.flush", NULL, NULL, NULL, 0);
+    je_mallctl("epoch", &epoch, &len, &epoch, len);
     len = sizeof(bytes);
-    if (mallctl("stats.allocated", &bytes, &len, NULL, 0))
+    if (je_mallctl("stats.allocated", &bytes, &len, NULL, 0))
         return 0;
     return bytes;
 #endif

@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "diskbytes.h"
+
 #define KEY_LEN 16
 #define VAL_LEN 16
 #define WEEK_NS (UINT64_C(7) * 86400 * 1000000000)
@@ -74,25 +76,6 @@ static void die(const char *what, const char *why)
 
 /* Blocks allocated by the files of dir (not recursive: none of the three
  * databases makes sub-folders). */
-static uint64_t disk_bytes(const char *dir)
-{
-    char path[4096];
-    struct dirent *e;
-    struct stat st;
-    uint64_t sum = 0;
-    DIR *d = opendir(dir);
-
-    if (!d)
-        return 0;
-    while ((e = readdir(d))) {
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
-            sum += (uint64_t)st.st_blocks * 512;
-    }
-    closedir(d);
-    return sum;
-}
-
 static void clean_dir(const char *dir)
 {
     char cmd[4200];

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "diskbytes.h"
 #include "timewheel/store.h"
 
 #define MS UINT64_C(1000000)
@@ -119,31 +120,6 @@ static struct tw_store *open_store(const char *dir, tw_store_deliver_fn *fn)
         exit(1);
     }
     return s;
-}
-
-static uint64_t disk_bytes(const char *path)
-{
-    char p[4200];
-    struct dirent *e;
-    struct stat st;
-    uint64_t sum = 0;
-    DIR *d = opendir(path);
-
-    if (!d)
-        return 0;
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-        if (lstat(p, &st) != 0)
-            continue;
-        if (S_ISDIR(st.st_mode))
-            sum += disk_bytes(p);
-        else if (S_ISREG(st.st_mode))
-            sum += (uint64_t)st.st_blocks * 512;
-    }
-    closedir(d);
-    return sum;
 }
 
 /* A line of /proc/self/status in KiB: "VmRSS:" or "VmHWM:". */

@@ -102,11 +102,14 @@ enum tw_handle_state {
  *                    longer than this, schedules are refused with -EAGAIN,
  *                    so lateness cannot grow without bound. 0: never.
  *                    An accepted timer is then late by at most about
- *                    max_lag_ns plus one turn of the worker, which under a
- *                    flood takes 0.1-0.2 s on a 2-core machine (up to 2x a
- *                    max_lag_ns of 100 ms, 1.1x the default), and a
- *                    producer that retries may be refused for several
- *                    max_lag_ns in a row (docs/service.md, "Overload").
+ *                    max_lag_ns plus the worker's turn in progress, and
+ *                    a turn's length follows the machine's load, so no
+ *                    fixed multiple of max_lag_ns holds: 0.75-2.1x a
+ *                    max_lag_ns of 100 ms and 0.12-0.16x the default at a
+ *                    load average of 6-10 on 2 cores, 4.0x and 1.6x at a
+ *                    load of 8 in another run (issue 28). A producer that
+ *                    retries may be refused for several max_lag_ns in a
+ *                    row (docs/service.md, "Overload").
  */
 struct tw_service_config {
     enum tw_mode mode;
@@ -117,6 +120,7 @@ struct tw_service_config {
     size_t max_pending;
     enum tw_catchup catchup;
     uint64_t max_lag_ns;
+    uint64_t reserved[TW_RESERVED_WORDS]; /* zero; see TW_RESERVED_WORDS */
 };
 
 /* The defaults tw_service_config_init() sets: at most 2^22 timers held
@@ -147,9 +151,12 @@ struct tw_service_stats {
     uint64_t returned;  /* timers handed back by stop */
     uint64_t pending;   /* timers accepted and not yet run to completion,
                            cancelled or returned (the memory of a cancelled
-                           one is freed within 100 ms of the cancel) */
+                           one is freed within about 100 ms of the cancel
+                           while the worker gets a processor: see
+                           tw_handle_cancel()) */
     uint64_t rejected;  /* schedules refused with -EAGAIN */
     uint64_t wakeups;   /* times the worker thread woke from a sleep */
+    uint64_t reserved[TW_RESERVED_WORDS]; /* zero: later counters */
 };
 
 /* A timer handed back by tw_service_stop(). */
@@ -197,6 +204,21 @@ struct tw_timer_spec {
 TW_PUBLIC void tw_service_config_init(struct tw_service_config *cfg,
                                       enum tw_mode mode);
 
+/*
+ * fork(): a child of fork() has only the thread that forked, so the
+ * services it inherits have no worker. Every call on an inherited service
+ * or one of its handles answers -ECHILD and changes nothing (schedule,
+ * submit, cancel, cancel-and-wait, re-arm, stats, stop), and
+ * tw_service_destroy() returns -ECHILD at once, joining nothing and
+ * freeing nothing: the service's memory in the child is its copy of the
+ * parent's, possibly in the middle of a change a parent thread was making,
+ * and goes with the child's address space when it exits or execs.
+ * tw_handle_cancel_release() still drops the caller's reference;
+ * tw_handle_query(), tw_handle_deadline(), tw_handle_release() and
+ * tw_service_now() work. A service created in the child works as
+ * anywhere. docs/service.md, "fork".
+ */
+
 /* Create a service and start its threads. Returns NULL on failure and
  * stores in err (when not NULL) -EINVAL (bad config, as tw_create(), or too
  * many threads), -ENOMEM, -EAGAIN (65,535 services are alive already) or
@@ -211,6 +233,16 @@ tw_service_create(const struct tw_service_config *cfg, int *err);
  * -EINVAL (NULL s or cb), -EAGAIN (max_pending reached, or the worker is
  * more than max_lag_ns behind: back-pressure, try later), -ENOMEM or
  * -ESHUTDOWN (stop has begun); on error nothing changes and *out is NULL.
+ * From a thread that also cancels what it schedules (the RPC pattern), a
+ * schedule may sleep, once per 511 schedules, while the worker is behind
+ * letting go of cancelled timers: more than twice this thread's share of
+ * a bound of a sixteenth as many as pending, 512 at least (shared among
+ * the threads with rings; the threads without one share one such bound).
+ * It sleeps until the worker is back below the bound, for as long as the
+ * worker makes progress, at most 2 ms without progress while the worker
+ * runs callbacks, 100 ms in all; never on a thread of any service (a
+ * callback or release hook), nor once stop has begun (docs/service.md,
+ * "Handle lifetime and cancel").
  */
 TW_PUBLIC int tw_service_schedule(struct tw_service *s, uint64_t delay,
                                   tw_service_callback *cb, void *arg,
@@ -261,13 +293,16 @@ TW_PUBLIC uint64_t tw_service_now(const struct tw_service *s);
  *     runs (what an RPC time-out needs to know).
  * Safe twice, and after the service is destroyed. NULL: -EINVAL. The
  * service lets go of a timer cancelled while waiting (its release hook
- * runs) within 100 ms, or, if no memory could be had for the message that
- * tells its worker, at its deadline or at stop. A cancel never fails for
- * load, but when the worker is far behind freeing cancelled timers (this
- * thread's share of a bound of an eighth as many dead timers as pending,
- * 1024 at least, exceeded, while timers are scheduled) it may sleep up to
- * 2 ms, once per 511 cancels, to let the worker catch up (docs/service.md,
- * "Handle lifetime and cancel"); never on a service thread.
+ * runs) within about 100 ms while its worker gets a processor, or, if no
+ * memory could be had for the message that tells its worker, at its
+ * deadline or at stop. On a machine whose processors the producers or
+ * other processes fill, what holds is a bound on how many: the cancelled
+ * timers the worker has not let go of stay within a sixteenth of those
+ * pending (512 at least) plus about 511 per producer thread, whatever the
+ * rate, because producers that cancel what they schedule wait for the
+ * worker (tw_service_schedule()); how long they wait follows the load
+ * (docs/service.md, "Handle lifetime and cancel", has the figures). A
+ * cancel never fails for load and never sleeps for it.
  */
 TW_PUBLIC int tw_handle_cancel(struct tw_handle *h);
 
@@ -359,7 +394,8 @@ TW_PUBLIC int tw_service_stop(struct tw_service *s, tw_handback_fn *fn,
 
 /* Stop s (dropping what stop would hand back) and free it. Handles stay
  * valid until released. NULL: 0. -EDEADLK, doing nothing, from a callback
- * of s. */
+ * of s. Every service must be destroyed before a dlclose() of this
+ * library (its worker would run unmapped code): docs/embedding.md. */
 TW_PUBLIC int tw_service_destroy(struct tw_service *s);
 
 /* Copy the counters of s into out. -EINVAL for NULL s or out. */

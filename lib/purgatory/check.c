@@ -21,6 +21,8 @@ static int args_ok(struct tw_purgatory *p, const void *key, size_t len)
 {
     if (!p)
         return -EINVAL;
+    if (tw__p_inherited(p))
+        return -ECHILD;
     if (tw__p_in_try(p))
         return -EDEADLK;
     return tw__p_key_ok(key, len);

@@ -156,6 +156,7 @@ struct tw_purgatory {
     struct tw__ptick *tick; /* over a service (ticker.c) */
     atomic_bool closed;     /* stop has begun: the gate refuses watches */
     atomic_int stop_state;  /* TW__P_RUNNING, _STOPPING, _STOPPED */
+    unsigned fork_gen;      /* tw__p_fork_gen at create (purgatory.c, "fork") */
     /* Written on every watch and outcome: away from the fields above,
      * which every call reads. */
     char pad[64];
@@ -271,6 +272,19 @@ static inline bool tw__p_take_or_note(struct tw__pwatch *w, unsigned take,
 extern _Thread_local const struct tw_purgatory *tw__p_trying;
 
 /* Whether the calling thread is inside a try_complete of p. */
+/* Bumped in every child of fork() (purgatory.c, "fork"). */
+extern atomic_uint tw__p_fork_gen;
+
+/* Whether p is over a service and this is a child of fork() that
+ * inherited it: every call answers -ECHILD (the service's threads are not
+ * in the child, and a shard lock may have been held by one of them). */
+static inline bool tw__p_inherited(const struct tw_purgatory *p)
+{
+    return p->threaded &&
+           p->fork_gen !=
+               atomic_load_explicit(&tw__p_fork_gen, memory_order_relaxed);
+}
+
 static inline bool tw__p_in_try(const struct tw_purgatory *p)
 {
     return tw__p_trying == p;

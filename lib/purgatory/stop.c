@@ -64,6 +64,8 @@ int64_t tw_purgatory_stop(struct tw_purgatory *p, tw_delayed_handback_fn *fn,
 
     if (!p)
         return -EINVAL;
+    if (tw__p_inherited(p))
+        return -ECHILD;
     if (tw__p_in_try(p) || tw__p_in_handback(p, true))
         return -EDEADLK;
     if (atomic_compare_exchange_strong(&p->stop_state, &expect, TW__P_STOPPING))
@@ -78,6 +80,8 @@ int tw_purgatory_destroy(struct tw_purgatory *p)
 {
     if (!p)
         return 0;
+    if (tw__p_inherited(p))
+        return -ECHILD; /* at once, nothing freed (purgatory.c, "fork") */
     if (tw__p_in_try(p) || tw__p_in_handback(p, false))
         return -EDEADLK;
     tw_purgatory_stop(p, NULL, NULL);

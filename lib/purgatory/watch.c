@@ -55,6 +55,8 @@ static int args_ok(struct tw_purgatory *p, struct tw_delayed *op,
 {
     if (!p || !op || !op->try_complete || !op->on_complete)
         return -EINVAL;
+    if (tw__p_inherited(p))
+        return -ECHILD;
     if (tw__p_in_try(p))
         return -EDEADLK;
     return keys_ok(keys, n, hash);

@@ -50,7 +50,8 @@ enum tw__hstate {
  * cancelq: out of memory) clears it again in its store of CANCELLED, which
  * no one can see before (handle.c). Cleared by the worker when it takes
  * the message: by compare-and-swap, or by a plain store for a timer
- * cancelled in the wheel, whose word no one else moves (take_cancel). */
+ * cancelled in the wheel, whose word no one else moves
+ * (tw__handle_take_message). */
 #define TW__CQ 0x20u
 /* The service let go of the handle while TW__CQ was set: the worker drops
  * the service's reference when it takes the message (service.h, "Custody"). */
@@ -65,6 +66,22 @@ enum tw__outcome {
 };
 
 struct tw_service;
+
+/* What a message means to the worker (handle.c, tw__handle_take_message):
+ * unlink the cancelled timer, move the re-armed one, or nothing. */
+enum tw__msg {
+    TW__MSG_NONE,
+    TW__MSG_UNLINK,
+    TW__MSG_MOVE,
+};
+
+/* The answer to a service thread's claim of a due or queued handle
+ * (handle.c): run it, put it back (later), or let go of it (gone). */
+enum tw__claim {
+    TW__CLAIM_WON,
+    TW__CLAIM_LATER,
+    TW__CLAIM_GONE,
+};
 
 /*
  * A handle is one allocation: struct tw_handle, followed by a struct
@@ -207,6 +224,11 @@ struct tw__stripe {
     atomic_int_fast64_t credit; /* pending slots taken from `avail`, unused */
 };
 
+/* Exactly one line: a ninth counter would silently make every stripe two
+ * (issue 29), and each service holds 65 of them. */
+_Static_assert(sizeof(struct tw__stripe) == TW__CACHE_LINE,
+               "a stripe of counters must be exactly one cache line");
+
 /* A message on cancelq: the handle it is about, in a node of its own,
  * allocated by the sender (tw_alloc) and freed by the worker that takes it
  * (or stop). Like a ring slot, it holds no reference (service.h, "Custody"). */
@@ -226,6 +248,9 @@ struct tw__rings {
     size_t asked;
     size_t fresh_at;
     bool kicked;
+    /* The producer's own msgs.tail when it last looked at its fresh ring
+     * (backlog.c): how many messages it sent between two looks. */
+    size_t msgs_mine;
 };
 
 /* A singly linked FIFO of handles through their `next` field, which lies
@@ -251,6 +276,7 @@ struct tw_service {
     unsigned slot; /* in the registry: its handles' way back to it */
     /* Read by every producer, written rarely. */
     atomic_bool closed; /* stop has begun: the gate refuses */
+    bool forked;        /* a child of fork() inherited it: -ECHILD (fork.c) */
     atomic_bool behind; /* the worker is more than max_lag behind: refuse */
     enum tw_mode mode;
     enum tw_catchup catchup;
@@ -263,11 +289,19 @@ struct tw_service {
      * it is awake; reap_wake says it sleeps longer than TW__REAP_NS. */
     _Alignas(TW__CACHE_LINE) atomic_uint_fast64_t sleep_until;
     atomic_bool reap_wake;
+    /* The worker is in its advance, running callbacks (backlog.c: a
+     * canceller waiting for it gives up sooner then). */
+    atomic_bool in_advance;
     /* Unreaped cancel messages per ring past which a canceller wakes the
      * worker (backlog.c): written by the worker when it changes, read by
      * cancellers once per block of their ring; TW__REAP_FLOOR until the
      * worker's first turn. */
     atomic_uint_fast64_t reap_bound;
+    /* The same bound before it is shared among the rings: that of the
+     * new queue, which every thread without a ring shares (backlog.c). */
+    atomic_uint_fast64_t reap_queue;
+    /* Handles the worker has taken from newq (it alone writes it). */
+    atomic_size_t newq_out;
     atomic_bool hinted; /* a re-arm to an earlier deadline sent a message */
     struct tw__mpsc newq;
     struct tw__mpsc cancelq;                    /* struct tw__qmsg nodes */
@@ -291,7 +325,9 @@ struct tw_service {
     /* Owned by the worker thread (by stop once it is joined). */
     struct tw_wheel *wheel;
     struct tw__hlist batch; /* due, for the executor after the advance */
+    struct tw__hlist held;  /* new, their word held: admitted next turn */
     bool reaped;            /* the last reap found cancelled timers */
+    bool admitted;          /* the last admission took new timers */
     uint64_t hwm, hwm_at;   /* most timers in the wheel since hwm_at */
     bool behind_set;        /* the worker's copy of `behind` */
     uint64_t drained_at;    /* when the worker last emptied rings and newq */
@@ -311,14 +347,5 @@ struct tw_service {
 
 /* callbacks.c: slots a callback may take, from its first. */
 #define TW__CB_PROBE 16
-
-/* Initial-exec TLS: one load off %fs instead of a call to __tls_get_addr
- * on every schedule and cancel (a few bytes of the static TLS surplus when
- * the library is loaded with dlopen). */
-#if defined(__GNUC__)
-#define TW__TLS_IE __attribute__((tls_model("initial-exec")))
-#else
-#define TW__TLS_IE
-#endif
 
 #endif /* TW_SERVICE_TYPES_H */

@@ -24,12 +24,32 @@
 #define BACKGROUND_JOBS 2
 #define LOG_FILES_KEPT 2
 
+/* RocksDB's info log (db/LOG) is kept off: every level, the header
+ * included, is below this one (InfoLogLevel's NUM_INFO_LOG_LEVELS), so
+ * the file is created and never written. Its writer in RocksDB 7.8.3
+ * asserts (SIGABRT: `sync_without_flush_called_` in WritableFileWriter)
+ * when it is written again after one failed write, which a full disk or a
+ * failing one gives it; a library may not take its host down because a
+ * disk filled (issue 28, 2). The store's own errors come back as errno
+ * codes, which is what an operator gets instead of the log's lines. */
+#define INFO_LOG_OFF 6
+
+/* Recovery of the write-ahead log (WALRecoveryMode): a torn last record is
+ * what a crash leaves of a write never reported durable, and is dropped;
+ * damage anywhere before it is "Corruption" (-EBADMSG). RocksDB's default
+ * (point in time) stopped at the damage and opened with what came before,
+ * silently. A log cut short or deleted is witness.c's to find; RocksDB
+ * also checks the closed logs it tracks in its MANIFEST
+ * (track_and_verify_wals_in_manifest, set in set_recovery()). */
+#define WAL_TOLERATE_TORN_TAIL 1
+
 struct tw__db {
     rocksdb_t *db;
     rocksdb_options_t *opt;
     rocksdb_block_based_table_options_t *table;
     rocksdb_cache_t *cache;
     rocksdb_writeoptions_t *sync_write;
+    rocksdb_writeoptions_t *plain_write; /* a follower's apply */
     rocksdb_readoptions_t *read;
 };
 
@@ -39,20 +59,33 @@ struct tw__db_iter {
     unsigned char lower[TW__KEY_LEN];
 };
 
-/* RocksDB reports a Status as text: "IO error: ...: No space left on
- * device", "Corruption: ...", "IO error: lock ...: Resource temporarily
- * unavailable". Map the kinds the store promises to tell apart. */
+/* RocksDB reports a Status as text, its kind first ("Corruption: ...",
+ * "IO error: ...": Status::ToString()), then a message that may name
+ * anything ("Corruption: block checksum mismatch" holds "lock "). So the
+ * kind decides, and only an I/O error's text is read further: a full disk
+ * ("No space left on device"), or the database's lock held (RocksDB's own
+ * db/LOCK, "While lock file: ...: Resource temporarily unavailable", or
+ * "lock hold by current process"). Damage of any kind -- a corrupt block
+ * or log, a file the database lists and cannot find, a database that is
+ * not there -- is -EBADMSG; the rest -EIO. */
+static bool starts(const char *msg, const char *kind)
+{
+    return strncmp(msg, kind, strlen(kind)) == 0;
+}
+
 int tw__db_errno(const char *msg)
 {
     if (!msg)
         return -EIO;
-    if (strstr(msg, "No space left") || strstr(msg, "NoSpace"))
-        return -ENOSPC;
-    if (strstr(msg, "lock ") || strstr(msg, "Resource temporarily"))
-        return -EBUSY;
-    if (strncmp(msg, "Corruption", 10) == 0 || strstr(msg, "does not exist") ||
-        strstr(msg, "Invalid argument"))
+    if (starts(msg, "Corruption:") || starts(msg, "NotFound:") ||
+        starts(msg, "Invalid argument:"))
         return -EBADMSG;
+    if (!starts(msg, "IO error:"))
+        return -EIO;
+    if (strstr(msg, "No space left"))
+        return -ENOSPC;
+    if (strstr(msg, "While lock file") || strstr(msg, "lock hold by"))
+        return -EBUSY;
     return -EIO;
 }
 
@@ -73,7 +106,9 @@ static void set_recovery(struct tw__db *d)
     rocksdb_options_t *o = rocksdb_options_create();
     char *err = NULL;
 
-    rocksdb_get_options_from_string(d->opt, "avoid_flush_during_recovery=true",
+    rocksdb_get_options_from_string(d->opt,
+                                    "avoid_flush_during_recovery=true;"
+                                    "track_and_verify_wals_in_manifest=true",
                                     o, &err);
     if (err) {
         rocksdb_free(err);
@@ -90,11 +125,12 @@ static void set_options(struct tw__db *d, bool create)
 
     rocksdb_options_set_create_if_missing(o, create);
     rocksdb_options_set_paranoid_checks(o, 1);
+    rocksdb_options_set_wal_recovery_mode(o, WAL_TOLERATE_TORN_TAIL);
     rocksdb_options_set_write_buffer_size(o, MEMTABLE_BYTES);
     rocksdb_options_set_max_write_buffer_number(o, MEMTABLES);
     rocksdb_options_set_max_background_jobs(o, BACKGROUND_JOBS);
     rocksdb_options_set_keep_log_file_num(o, LOG_FILES_KEPT);
-    rocksdb_options_set_info_log_level(o, 2); /* warnings and worse */
+    rocksdb_options_set_info_log_level(o, INFO_LOG_OFF);
     d->cache = rocksdb_cache_create_lru(BLOCK_CACHE_BYTES);
     d->table = rocksdb_block_based_options_create();
     rocksdb_block_based_options_set_block_cache(d->table, d->cache);
@@ -105,7 +141,7 @@ static void set_options(struct tw__db *d, bool create)
 
 int tw__db_open(const char *path, bool create, struct tw__db **out)
 {
-    struct tw__db *d = calloc(1, sizeof *d);
+    struct tw__db *d = tw__zalloc(sizeof *d);
     char *err = NULL;
 
     if (!d)
@@ -114,6 +150,7 @@ int tw__db_open(const char *path, bool create, struct tw__db **out)
     set_options(d, create);
     d->sync_write = rocksdb_writeoptions_create();
     rocksdb_writeoptions_set_sync(d->sync_write, 1);
+    d->plain_write = rocksdb_writeoptions_create();
     d->read = rocksdb_readoptions_create();
     d->db = rocksdb_open(d->opt, path, &err);
     if (err) {
@@ -151,10 +188,11 @@ void tw__db_close(struct tw__db *d)
     }
     rocksdb_readoptions_destroy(d->read);
     rocksdb_writeoptions_destroy(d->sync_write);
+    rocksdb_writeoptions_destroy(d->plain_write);
     rocksdb_options_destroy(d->opt);
     rocksdb_block_based_options_destroy(d->table);
     rocksdb_cache_destroy(d->cache);
-    free(d);
+    tw_free(d, sizeof *d);
 }
 
 struct tw__db_batch *tw__db_batch_new(void)
@@ -192,6 +230,14 @@ int tw__db_write(struct tw__db *d, struct tw__db_batch *b)
     return err ? take_err(err) : 0;
 }
 
+int tw__db_write_nosync(struct tw__db *d, struct tw__db_batch *b)
+{
+    char *err = NULL;
+
+    rocksdb_write(d->db, d->plain_write, (rocksdb_writebatch_t *)b, &err);
+    return err ? take_err(err) : 0;
+}
+
 int tw__db_get(struct tw__db *d, const void *k, size_t kl, void *v, size_t *vl)
 {
     char *err = NULL;
@@ -210,7 +256,7 @@ int tw__db_get(struct tw__db *d, const void *k, size_t kl, void *v, size_t *vl)
 
 struct tw__db_iter *tw__db_iter_new(struct tw__db *d, const void *k, size_t kl)
 {
-    struct tw__db_iter *it = calloc(1, sizeof *it);
+    struct tw__db_iter *it = tw__zalloc(sizeof *it);
 
     if (!it)
         return NULL;
@@ -259,5 +305,5 @@ void tw__db_iter_free(struct tw__db_iter *it)
         return;
     rocksdb_iter_destroy(it->it);
     rocksdb_readoptions_destroy(it->ro);
-    free(it);
+    tw_free(it, sizeof *it);
 }

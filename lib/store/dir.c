@@ -22,13 +22,17 @@
 
 #include "store.h"
 
-#define MARKER "timewheel-store 1\n"
+/* The marker names the version of the records' layout (key.h): for
+ * TW__FORMAT 1, "timewheel-store 1" and a newline. */
+#define STR(x) #x
+#define XSTR(x) STR(x)
+#define MARKER "timewheel-store " XSTR(TW__FORMAT) "\n"
 #define MARKER_LEN (sizeof(MARKER) - 1)
 
 static char *join(const char *dir, const char *name)
 {
     size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
+    char *p = tw_alloc(n);
 
     if (p)
         snprintf(p, n, "%s/%s", dir, name);
@@ -54,7 +58,7 @@ static int take_lock(const char *dir, int *lockfd)
     if (!path)
         return -ENOMEM;
     fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    free(path);
+    tw__strfree(path);
     if (fd < 0)
         return neg_errno();
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -96,7 +100,7 @@ static int read_marker(const char *dir)
     if (!path)
         return -ENOMEM;
     fd = open(path, O_RDONLY | O_CLOEXEC);
-    free(path);
+    tw__strfree(path);
     if (fd < 0)
         return errno == ENOENT ? -ENOENT : neg_errno();
     n = read(fd, buf, sizeof buf - 1);
@@ -153,8 +157,8 @@ static int write_marker(const char *dir)
         rc = neg_errno();
     if (rc == 0)
         rc = sync_dir(dir);
-    free(tmp);
-    free(path);
+    tw__strfree(tmp);
+    tw__strfree(path);
     return rc;
 }
 
@@ -176,11 +180,11 @@ static int db_has_data(const char *dir)
                 (!strcmp(e->d_name + n - 4, ".sst") ||
                  (!strcmp(e->d_name + n - 4, ".log") && stat(file, &st) == 0 &&
                   st.st_size > 0));
-        free(file);
+        tw__strfree(file);
     }
     if (d)
         closedir(d);
-    free(path);
+    tw__strfree(path);
     return found;
 }
 
@@ -197,7 +201,7 @@ static int db_missing(const char *dir)
     if (!path)
         return -ENOMEM;
     rc = stat(path, &st) == 0 ? 0 : errno == ENOENT ? 1 : neg_errno();
-    free(path);
+    tw__strfree(path);
     if (rc == 1 && db_has_data(dir))
         return -EBADMSG;
     return rc;
@@ -222,13 +226,31 @@ static int check_or_create(const char *dir, bool *create)
     return 0;
 }
 
+/* A directory without a marker that holds anything is refused before the
+ * lock file is made, so a foreign directory is left as it was found. The
+ * check is made again under the lock (check_or_create()): this one only
+ * keeps the lock file out. */
+static int refuse_foreign(const char *dir)
+{
+    int rc = read_marker(dir);
+
+    if (rc == 0 || rc == -EBADMSG)
+        return 0; /* a store (or damaged): the lock first */
+    if (rc != -ENOENT)
+        return rc;
+    rc = has_foreign_files(dir);
+    return rc > 0 ? -ENOTEMPTY : rc;
+}
+
 int tw__dir_open(const char *dir, int *lockfd, bool *create)
 {
     int rc, fd = -1;
 
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
         return neg_errno();
-    rc = take_lock(dir, &fd);
+    rc = refuse_foreign(dir);
+    if (rc == 0)
+        rc = take_lock(dir, &fd);
     if (rc == 0)
         rc = check_or_create(dir, create);
     if (rc != 0 && fd >= 0)

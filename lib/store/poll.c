@@ -14,6 +14,15 @@
  * What waits here is in the DELIVERED state for the rest of the store, as
  * a delivery made by a callback is; if the process dies before the loop
  * acks it, it comes again after the reopen.
+ *
+ * A cancel or an ack that becomes durable while the copy still waits
+ * withdraws it (tw__poll_withdraw(), from the worker before the done
+ * callback runs), so that no loop is handed a timer whose removal was
+ * already confirmed. The entry and its copy point at each other, both
+ * links under poll_mu: the worker clears them when it withdraws, the
+ * poller when it takes the copy, so whichever comes first wins and the
+ * other finds nothing to do. The entry outlives the link: the worker frees
+ * it only after withdrawing.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,11 +33,18 @@
 #include "store.h"
 
 struct tw__polled {
-    struct tw__polled *next;
+    struct tw__polled *next, *prev;
+    struct tw__entry *entry; /* whose copy, until taken or withdrawn */
     struct tw_store_id id;
     size_t len;
     unsigned char payload[];
 };
+
+static void polled_free(struct tw__polled *p)
+{
+    if (p)
+        tw_free(p, sizeof *p + p->len);
+}
 
 int tw__poll_init(struct tw_store *s)
 {
@@ -48,7 +64,7 @@ void tw__poll_fini(struct tw_store *s)
         return;
     while ((p = s->polled_head)) {
         s->polled_head = p->next;
-        free(p);
+        polled_free(p);
     }
     if (s->evfd >= 0)
         close(s->evfd);
@@ -64,26 +80,60 @@ static void signal_fd(int fd, bool on)
     (void)rc; /* EAGAIN: already in the state wanted */
 }
 
-bool tw__poll_push(struct tw_store *s, const struct tw__entry *e)
+bool tw__poll_push(struct tw_store *s, struct tw__entry *e)
 {
-    struct tw__polled *p = malloc(sizeof *p + e->len);
+    struct tw__polled *p = tw_alloc(sizeof *p + e->len);
 
     if (!p)
         return false;
     p->next = NULL;
+    p->entry = e;
     p->id = e->id;
     p->len = e->len;
     memcpy(p->payload, e->payload, e->len);
     pthread_mutex_lock(&s->poll_mu);
+    p->prev = s->polled_tail;
     if (s->polled_tail)
         s->polled_tail->next = p;
     else
         s->polled_head = p;
     s->polled_tail = p;
+    p->entry->copy = p;
     if (p == s->polled_head)
         signal_fd(s->evfd, true);
     pthread_mutex_unlock(&s->poll_mu);
     return true;
+}
+
+/* Under poll_mu: take p out of the FIFO and cut its link with its entry;
+ * the last one out drains the fd. */
+static void unlink_copy(struct tw_store *s, struct tw__polled *p)
+{
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        s->polled_head = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    else
+        s->polled_tail = p->prev;
+    if (p->entry)
+        p->entry->copy = NULL;
+    p->entry = NULL;
+    if (!s->polled_head)
+        signal_fd(s->evfd, false);
+}
+
+void tw__poll_withdraw(struct tw_store *s, struct tw__entry *e)
+{
+    struct tw__polled *p;
+
+    pthread_mutex_lock(&s->poll_mu);
+    p = e->copy;
+    if (p)
+        unlink_copy(s, p);
+    pthread_mutex_unlock(&s->poll_mu);
+    polled_free(p);
 }
 
 /* The oldest waiting delivery, or NULL; the last one out drains the fd. */
@@ -93,19 +143,16 @@ static struct tw__polled *pop(struct tw_store *s)
 
     pthread_mutex_lock(&s->poll_mu);
     p = s->polled_head;
-    if (p) {
-        s->polled_head = p->next;
-        if (!s->polled_head) {
-            s->polled_tail = NULL;
-            signal_fd(s->evfd, false);
-        }
-    }
+    if (p)
+        unlink_copy(s, p);
     pthread_mutex_unlock(&s->poll_mu);
     return p;
 }
 
 int tw_store_fd(const struct tw_store *s)
 {
+    if (s && tw__forked(s))
+        return -ECHILD;
     return s && s->cfg.polled ? s->evfd : -EINVAL;
 }
 
@@ -117,9 +164,11 @@ int64_t tw_store_poll(struct tw_store *s, tw_store_deliver_fn *fn, void *arg,
 
     if (!s || !fn || !max || !s->cfg.polled)
         return -EINVAL;
+    if (tw__forked(s))
+        return -ECHILD;
     while ((uint64_t)n < max && (p = pop(s))) {
         fn(s, p->id, p->payload, p->len, arg);
-        free(p);
+        polled_free(p);
         n++;
     }
     return n;

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "reserved.h"
 #include "store.h"
 
 /* The store whose worker this thread is, if any: set by the worker itself,
@@ -48,7 +49,8 @@ void tw_store_config_init(struct tw_store_config *cfg)
 static bool config_ok(const struct tw_store_config *c)
 {
     return c && !c->deliver == c->polled && c->commit_ns && c->commit_ops &&
-           c->window_ns && c->window_max >= 16 && c->queue_max;
+           c->window_ns && c->window_max >= 16 && c->queue_max &&
+           tw__reserved_zero(c->reserved);
 }
 
 /* Under s->mu: must the queue's batch be committed now? */
@@ -88,6 +90,7 @@ static void commit_one(struct tw_store *s)
         s->fail_at = first;
     }
     s->finished += n;
+    tw__stat_set(&s->stats.finished, s->finished);
     pthread_cond_broadcast(&s->done_cv);
 }
 
@@ -127,7 +130,7 @@ static void *worker_main(void *arg)
             continue;
         }
         pthread_mutex_unlock(&s->mu);
-        wait = s->err ? UINT64_MAX : tw__window_step(s);
+        wait = s->err ? UINT64_MAX : tw__repl_step(s); /* replication */
         pthread_mutex_lock(&s->mu);
         if (!batch_ready(s, tw__mono_ns()) && !s->closing)
             sleep_until_work(s, wait);
@@ -150,14 +153,13 @@ static bool db_empty(struct tw__db *db)
  * the number of timers held, both from the 'M' record. */
 static int read_seq(struct tw_store *s, bool created)
 {
-    unsigned char v[16];
+    unsigned char v[TW__MARK_LEN];
     size_t vl = sizeof v;
-    int rc = tw__db_get(s->db, "M", 1, v, &vl);
+    uint64_t count;
+    int rc = tw__db_get(s->db, tw__mark_key, TW__MARK_KEY_LEN, v, &vl);
 
     if (rc < 0)
         return rc;
-    if (rc == 1 && vl != 16)
-        return -EBADMSG;
     if (rc == 0) {
         /* A new database gets its mark at once. One without it that holds
          * any record is some other program's RocksDB; an empty one is ours,
@@ -165,16 +167,22 @@ static int read_seq(struct tw_store *s, bool created)
         if (!created && !db_empty(s->db))
             return -EBADMSG;
         s->next_seq = 1;
-        tw__put_be64(v, 1);
-        tw__put_be64(v + 8, 0);
-        tw__db_batch_put(s->batch, "M", 1, v, 16);
+        tw__mark_encode(v, 1, 0);
+        tw__db_batch_put(s->batch, tw__mark_key, TW__MARK_KEY_LEN, v, sizeof v);
         rc = tw__db_write(s->db, s->batch);
         tw__db_batch_clear(s->batch);
         return rc;
     }
-    s->next_seq = tw__get_be64(v);
-    atomic_store(&s->count, tw__get_be64(v + 8));
-    return 0;
+    rc = tw__mark_decode(v, vl, &s->next_seq, &count);
+    atomic_store(&s->count, count);
+    return rc;
+}
+
+/* The recovered high-water mark against the witness's (witness.c): below
+ * it, the log lost commits that had been synced. */
+static int check_witness(uint64_t next_seq, uint64_t witnessed)
+{
+    return next_seq < witnessed ? -EBADMSG : 0;
 }
 
 static int sync_init(struct tw_store *s)
@@ -196,20 +204,25 @@ static int sync_init(struct tw_store *s)
 static void release(struct tw_store *s)
 {
     tw__window_fini(s);
+    tw__repl_close(s);
     tw__poll_fini(s);
     tw__db_batch_free(s->batch);
     tw__db_close(s->db);
+    tw__witness_close(&s->witness);
     if (s->lockfd >= 0)
         close(s->lockfd); /* drops the lock */
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->work_cv);
     pthread_cond_destroy(&s->done_cv);
     pthread_cond_destroy(&s->space_cv);
-    free(s->q);
-    free(s->wq);
-    free(s->writes);
-    free(s->dir);
-    free(s);
+    if (s->q)
+        tw_free(s->q, s->qcap * sizeof *s->q);
+    if (s->wq)
+        tw_free(s->wq, s->cfg.commit_ops * sizeof *s->wq);
+    if (s->writes)
+        tw_free(s->writes, s->cfg.commit_ops * sizeof *s->writes);
+    tw__strfree(s->dir);
+    tw_free(s, sizeof *s);
 }
 
 static int open_parts(struct tw_store *s, const char *dir)
@@ -221,18 +234,24 @@ static int open_parts(struct tw_store *s, const char *dir)
     if (rc != 0)
         return rc;
     path = tw__dir_db_path(dir);
-    s->dir = strdup(dir);
+    s->dir = tw__strdup(dir);
     s->batch = tw__db_batch_new();
-    s->wq = malloc(s->cfg.commit_ops * sizeof *s->wq);
-    s->writes = malloc(s->cfg.commit_ops * sizeof *s->writes);
+    s->wq = tw_alloc(s->cfg.commit_ops * sizeof *s->wq);
+    s->writes = tw_alloc(s->cfg.commit_ops * sizeof *s->writes);
     if (!path || !s->dir || !s->batch || !s->wq || !s->writes) {
-        free(path);
+        tw__strfree(path);
         return -ENOMEM;
     }
-    rc = tw__db_open(path, create, &s->db);
-    free(path);
+    rc = tw__witness_open(&s->witness, dir);
+    if (rc == 0)
+        rc = tw__db_open(path, create, &s->db);
+    tw__strfree(path);
     if (rc == 0)
         rc = read_seq(s, create);
+    if (rc == 0)
+        rc = check_witness(s->next_seq, s->witness.written);
+    if (rc == 0)
+        rc = tw__repl_open(s); /* replication: the 'R' record */
     return rc ? rc : tw__window_init(s);
 }
 
@@ -242,14 +261,16 @@ struct tw_store *tw_store_open(const char *dir,
     struct tw_store *s;
     int rc = -EINVAL;
 
-    if (!dir || !config_ok(cfg) || !(s = calloc(1, sizeof *s))) {
+    if (!dir || !config_ok(cfg) || !(s = tw__zalloc(sizeof *s))) {
         if (err)
             *err = dir && config_ok(cfg) ? -ENOMEM : -EINVAL;
         return NULL;
     }
     s->cfg = *cfg;
+    s->fork_gen = tw__fork_watch();
     s->lockfd = -1;
     s->evfd = -1;
+    s->witness.fd = -1;
     rc = sync_init(s);
     if (rc == 0)
         rc = tw__poll_init(s);
@@ -272,6 +293,8 @@ int tw_store_close(struct tw_store *s)
 
     if (!s)
         return 0;
+    if (tw__forked(s))
+        return -ECHILD; /* the parent's: fork.c */
     if (tw__on_worker(s))
         return -EDEADLK;
     pthread_mutex_lock(&s->mu);
@@ -285,11 +308,27 @@ int tw_store_close(struct tw_store *s)
     return rc;
 }
 
+/* The scan's check of the witness: the 'M' record against dir/DURABLE
+ * (db NULL: the database does not exist yet). */
+static int scan_witness(struct tw__db *db, const char *dir)
+{
+    unsigned char v[TW__MARK_LEN];
+    size_t vl = sizeof v;
+    uint64_t witnessed, next_seq = 1, count;
+    int rc = tw__witness_read(dir, &witnessed);
+
+    if (rc == 0 && db)
+        rc = tw__db_get(db, tw__mark_key, TW__MARK_KEY_LEN, v, &vl);
+    if (rc == 1) /* else no 'M': a database about to be made, mark 1 */
+        rc = tw__mark_decode(v, vl, &next_seq, &count);
+    return rc < 0 ? rc : check_witness(next_seq, witnessed);
+}
+
 /* A store opened for reading only: the directory's checks and lock, the
  * database, and nothing of the worker's. */
 int64_t tw_store_scan(const char *dir, tw_store_visit_fn *fn, void *ctx)
 {
-    unsigned char low[1] = {'T'};
+    unsigned char low[TW__KEY_MIN_LEN];
     struct tw__db_iter *it;
     struct tw__db *db = NULL;
     char *path;
@@ -307,19 +346,23 @@ int64_t tw_store_scan(const char *dir, tw_store_visit_fn *fn, void *ctx)
         return rc;
     path = tw__dir_db_path(dir);
     rc = !path ? -ENOMEM : create ? 0 : tw__db_open(path, false, &db);
-    free(path);
-    it = db ? tw__db_iter_new(db, low, 1) : NULL;
+    tw__strfree(path);
+    if (rc == 0)
+        rc = scan_witness(db, dir);
+    it = db && rc == 0 ? tw__db_iter_new(db, low, tw__key_first(low)) : NULL;
     for (; it && tw__db_iter_valid(it); tw__db_iter_next(it), n++) {
         size_t kl, vl;
-        const unsigned char *k = tw__db_iter_key(it, &kl);
+        const void *k = tw__db_iter_key(it, &kl);
         const void *v = tw__db_iter_value(it, &vl);
-        struct tw_store_id id = {tw__get_be64(k + 1), tw__get_be64(k + 9)};
+        struct tw_store_id id;
 
-        if (kl != TW__KEY_LEN || fn(id, v, vl, ctx))
+        rc = tw__key_decode(k, kl, &id);
+        if (rc <= 0 || fn(id, v, vl, ctx))
             break;
     }
     if (it) {
-        rc = tw__db_iter_error(it);
+        if (rc >= 0)
+            rc = tw__db_iter_error(it);
         tw__db_iter_free(it);
     }
     tw__db_close(db);

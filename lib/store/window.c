@@ -108,38 +108,44 @@ void tw__window_arm(struct tw_store *s, struct tw__entry *e, uint64_t now)
 }
 
 /* A DUE timer stays in the queue, dead, and is freed when it comes to the
- * front; the others go at once. The caller took it out of the table. */
+ * front; the others go at once, a polled delivery's copy still waiting for
+ * the loop with them. The caller took it out of the table. */
 void tw__window_drop(struct tw_store *s, struct tw__entry *e)
 {
     s->loaded--;
     if (e->state == TW__ARMED)
         tw_cancel(s->wheel, &e->timer);
+    if (e->state == TW__DELIVERED) {
+        tw__stat_add(&s->stats.unacked, -1);
+        if (s->cfg.polled)
+            tw__poll_withdraw(s, e);
+    }
     if (e->state == TW__DUE)
         e->dead = true;
     else
         tw__entry_free(e);
 }
 
-/* One record of the database into memory; false when memory is full. */
-static bool load_one(struct tw_store *s, const unsigned char *k, const void *v,
-                     size_t vl, uint64_t now)
+/* One record of the database into memory: 1, or 0 when memory is full,
+ * or -EBADMSG for a payload no schedule could have written (damage). */
+static int load_one(struct tw_store *s, struct tw_store_id id, const void *v,
+                    size_t vl, uint64_t now)
 {
-    struct tw_store_id id = {tw__get_be64(k + 1), tw__get_be64(k + 9)};
     struct tw__entry *e;
 
     if (tw__table_find(&s->table, id))
-        return true; /* kept in memory when the window last shrank */
-    if (s->loaded >= s->cfg.window_max)
-        return false;
-    if (vl > TW_STORE_PAYLOAD_MAX || !(e = tw__entry_new(id, v, vl)))
-        return false;
+        return 1; /* kept in memory when the window last shrank */
+    if (vl > TW_STORE_PAYLOAD_MAX)
+        return -EBADMSG;
+    if (s->loaded >= s->cfg.window_max || !(e = tw__entry_new(id, v, vl)))
+        return 0;
     if (tw__table_insert(&s->table, e) != 0) {
         tw__entry_free(e);
-        return false;
+        return 0;
     }
     s->loaded++;
     tw__window_arm(s, e, now);
-    return true;
+    return 1;
 }
 
 /* Read from window_end up to now + window_ns or until memory is full. */
@@ -148,29 +154,31 @@ static int load(struct tw_store *s, uint64_t now)
     uint64_t limit = tw__add_sat(now, s->cfg.window_ns);
     unsigned char key[TW__KEY_LEN];
     struct tw__db_iter *it;
-    int rc;
+    int rc = 0;
 
-    tw__key(key, s->window_end);
+    tw__key_encode(key, s->window_end);
     it = tw__db_iter_new(s->db, key, sizeof key);
     if (!it)
         return -ENOMEM;
     for (; tw__db_iter_valid(it); tw__db_iter_next(it)) {
         size_t kl, vl;
-        const unsigned char *k = tw__db_iter_key(it, &kl);
+        const void *k = tw__db_iter_key(it, &kl);
         const void *v = tw__db_iter_value(it, &vl);
+        struct tw_store_id id;
 
-        if (kl != TW__KEY_LEN || k[0] != 'T')
-            break; /* past the timers ('M' sorts before 'T') */
-        if (tw__get_be64(k + 1) >= limit)
-            break;
-        if (!load_one(s, k, v, vl, now)) {
-            s->window_end =
-                (struct tw_store_id){tw__get_be64(k + 1), tw__get_be64(k + 9)};
+        rc = tw__key_decode(k, kl, &id);
+        if (rc <= 0 || id.deadline_ns >= limit)
+            break; /* damage, or past the timers ('M' sorts before) */
+        rc = load_one(s, id, v, vl, now);
+        if (rc <= 0) {
+            if (rc == 0)
+                s->window_end = id; /* memory is full: from here later */
             tw__db_iter_free(it);
-            return 0;
+            return rc;
         }
     }
-    rc = tw__db_iter_error(it);
+    if (rc >= 0)
+        rc = tw__db_iter_error(it);
     tw__db_iter_free(it);
     if (rc == 0)
         s->window_end = (struct tw_store_id){limit, 0};
@@ -211,14 +219,20 @@ static uint64_t deliver(struct tw_store *s)
             tw__entry_free(e);
         } else if (e->id.deadline_ns > tw__real_ns()) {
             return WHEEL_TICK_NS; /* the wall clock stepped back */
+        } else if (!tw__repl_may_deliver(s)) {
+            return WHEEL_TICK_NS; /* replication: no lease, no delivery */
         } else if (s->cfg.deliver_rate && s->tokens < 1) {
             return (uint64_t)((1 - s->tokens) * 1e9 / s->cfg.deliver_rate) + 1;
-        } else if (s->cfg.polled && !tw__poll_push(s, e)) {
-            return WHEEL_TICK_NS; /* no memory for the copy: try again */
         } else {
-            s->due_head = e->next;
+            struct tw__entry *next = e->next; /* copy shares its place */
+
+            if (s->cfg.polled && !tw__poll_push(s, e))
+                return WHEEL_TICK_NS; /* no memory for the copy: again */
+            s->due_head = next;
             s->tokens -= 1;
             e->state = TW__DELIVERED;
+            tw__stat_add(&s->stats.deliveries, 1);
+            tw__stat_add(&s->stats.unacked, 1);
             if (!s->cfg.polled)
                 s->cfg.deliver(s, e->id, e->payload, e->len,
                                s->cfg.deliver_arg);
@@ -268,6 +282,7 @@ uint64_t tw__window_step(struct tw_store *s)
     if (now > tw_now(s->wheel))
         tw_advance(s->wheel, now);
     wait = deliver(s);
+    tw__stat_set(&s->stats.in_memory, s->loaded);
     now = tw__real_ns();
     return min64(wait, next_work(s, now));
 }

@@ -7,11 +7,15 @@
  *       to MIN + 230 ms after its start, and check the guarantees; then a
  *       last writer drains the store and the final check runs. Prints the
  *       counts; exits 1 on any violation.
- *   storecrash --writer DIR LOG SEED
+ *   storecrash --writer DIR LOG SEED [polled]
  *       schedules 3,000 timers (deadlines from 100 ms ago to 300 ms ahead)
  *       in bursts of 100 at full speed 10 ms apart, cancels and acks, and
  *       appends to LOG what the store reported, with write(2) so that a
- *       SIGKILL loses nothing already written.
+ *       SIGKILL loses nothing already written. Every other writer opens
+ *       its store polled: an event loop thread (epoll on tw_store_fd())
+ *       takes a few deliveries every 2 ms, so that many wait in the
+ *       store's queue while the main thread cancels recent timers, the
+ *       overdue ones among them already queued.
  *   storecrash --drain DIR LOG
  *       schedules nothing; acks every delivery for DRAIN_MS, then closes.
  *
@@ -19,7 +23,11 @@
  * submitted, 'C' cancel durable, 'a' ack submitted, 'A' ack durable, 'V'
  * delivered (with the wall clock then). All records are written by the
  * writer's worker thread, but for 'c', which is written before the cancel
- * is submitted, so each record precedes everything it could cause.
+ * is submitted, so each record precedes everything it could cause. In a
+ * polled writer the loop holds a lock around each tw_store_poll() (taking
+ * a copy and running its callback), and the worker takes it to log 'C' and
+ * 'A': a delivery logged after a durable cancel was then taken after the
+ * cancel was durable, which the store must not allow.
  *
  * What the checker proves after every kill (and restart):
  *  1. nothing early: each 'V' has now >= deadline;
@@ -34,11 +42,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -92,10 +102,22 @@ static uint64_t rng(void)
 
 /* ---- the writer ---------------------------------------------------------- */
 
+/* A polled writer's loop holds it while it polls (see the top). */
+static pthread_mutex_t poll_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void on_done(struct tw_store_id id, int err, void *arg)
 {
-    if (err == 0)
-        log_rec((char)(uintptr_t)arg, id, 0);
+    char kind = (char)(uintptr_t)arg;
+
+    if (err != 0)
+        return;
+    if (kind == 'D') {
+        log_rec(kind, id, 0);
+        return;
+    }
+    pthread_mutex_lock(&poll_lock);
+    log_rec(kind, id, 0);
+    pthread_mutex_unlock(&poll_lock);
 }
 
 static void on_deliver(struct tw_store *s, struct tw_store_id id,
@@ -112,15 +134,16 @@ static void on_deliver(struct tw_store *s, struct tw_store_id id,
     }
 }
 
-static struct tw_store *open_store(const char *dir, bool drain)
+static struct tw_store *open_store(const char *dir, bool drain, bool polled)
 {
     struct tw_store_config cfg;
     struct tw_store *s;
     int err;
 
     tw_store_config_init(&cfg);
-    cfg.deliver = on_deliver;
+    cfg.deliver = polled ? NULL : on_deliver;
     cfg.deliver_arg = drain ? (void *)1 : NULL;
+    cfg.polled = polled;
     cfg.commit_ns = 2 * MS; /* many commits per run: more places to die */
     s = tw_store_open(dir, &cfg, &err);
     if (!s) {
@@ -130,17 +153,42 @@ static struct tw_store *open_store(const char *dir, bool drain)
     return s;
 }
 
-static int writer(const char *dir, const char *log, uint64_t seed)
+/* A polled writer's event loop: wake on the store's fd, take a few
+ * deliveries, and leave the rest waiting in the store's queue a while. */
+static void *event_loop(void *arg)
+{
+    struct tw_store *s = arg;
+    struct epoll_event ev = {.events = EPOLLIN}, out;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, tw_store_fd(s), &ev) != 0)
+        abort();
+    for (;;) {
+        if (epoll_wait(ep, &out, 1, 100) == 1) {
+            pthread_mutex_lock(&poll_lock);
+            if (tw_store_poll(s, on_deliver, NULL, 8) < 0)
+                abort();
+            pthread_mutex_unlock(&poll_lock);
+        }
+        nanosleep(&(struct timespec){0, 2 * (long)MS}, NULL);
+    }
+    return NULL;
+}
+
+static int writer(const char *dir, const char *log, uint64_t seed, bool polled)
 {
     struct tw_store_id recent[64];
     struct tw_store *s;
+    pthread_t loop;
     int n = 0;
 
     rng_state = seed | 1;
     log_fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (log_fd < 0)
         return 3;
-    s = open_store(dir, false);
+    s = open_store(dir, false, polled);
+    if (polled && pthread_create(&loop, NULL, event_loop, s) != 0)
+        abort();
     for (int i = 0; i < RUN_SCHEDULES; i++) {
         uint64_t at = real_ns() + rng() % (400 * MS) - 100 * MS;
         struct tw_store_id id;
@@ -171,7 +219,7 @@ static int drain(const char *dir, const char *log)
     log_fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (log_fd < 0)
         return 3;
-    s = open_store(dir, true);
+    s = open_store(dir, true, false);
     nanosleep(&ts, NULL);
     if (tw_store_close(s) != 0)
         return 3;
@@ -385,7 +433,8 @@ static int driver(const char *dir, long kills, uint64_t seed,
         struct timespec ts;
         uint64_t ms = kill_min_ms + rng() % KILL_SPAN_MS;
         char *argv[] = {"storecrash", "--writer", (char *)dir,
-                        log,          seedbuf,    NULL};
+                        log,          seedbuf,    k % 2 ? "polled" : NULL,
+                        NULL};
         int status;
         pid_t pid;
 
@@ -425,7 +474,8 @@ static int driver(const char *dir, long kills, uint64_t seed,
         violation("timers left on disk after the drain", &r);
     }
     printf("storecrash: %ld kills (SIGKILL at random moments, a check after "
-           "each), %ld schedules reported durable, %ld cancels and %ld acks "
+           "each; every other writer polled), %ld schedules reported durable, "
+           "%ld cancels and %ld acks "
            "durable, %ld deliveries (%ld again after a restart), %ld "
            "violations\n",
            n_kills, n_durable, n_cancels, n_acks, n_deliveries, n_redeliveries,
@@ -437,8 +487,9 @@ static int driver(const char *dir, long kills, uint64_t seed,
 
 int main(int argc, char **argv)
 {
-    if (argc == 5 && !strcmp(argv[1], "--writer"))
-        return writer(argv[2], argv[3], strtoull(argv[4], NULL, 10));
+    if ((argc == 5 || argc == 6) && !strcmp(argv[1], "--writer"))
+        return writer(argv[2], argv[3], strtoull(argv[4], NULL, 10),
+                      argc == 6 && !strcmp(argv[5], "polled"));
     if (argc == 4 && !strcmp(argv[1], "--drain"))
         return drain(argv[2], argv[3]);
     if (argc == 4 || argc == 5)

@@ -8,10 +8,13 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -173,5 +176,58 @@ static inline int st_count_visit(struct tw_store_id id, const void *p,
     (*(int64_t *)ctx)++;
     return 0;
 }
+
+/* Run this test binary again, on the one test `filter` names, with the
+ * environment envp (the child half of a test that needs another process:
+ * a second opener, a process killed, an LD_PRELOAD shim), its output to
+ * /dev/null (its stderr kept when keep_stderr); returns its wait status.
+ * posix_spawn(), not fork(): under ThreadSanitizer, fork() runs
+ * jemalloc's pre-fork handlers, which take more locks at once than its
+ * deadlock detector can follow. */
+static inline int st_run_self(const char *filter, char *const envp[],
+                              bool keep_stderr)
+{
+    char *argv[] = {"twtest", "--filter", (char *)filter, NULL};
+    posix_spawn_file_actions_t fa;
+    int status;
+    pid_t pid;
+
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    if (!keep_stderr)
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    cr_assert_eq(posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+/* What a restart would find: tw_store_scan()'s count of dir, which must
+ * succeed. */
+static inline int64_t st_on_disk(const char *dir)
+{
+    int64_t n = 0, rc = tw_store_scan(dir, st_count_visit, &n);
+
+    cr_assert_eq(rc, n, "scan: %lld", (long long)rc);
+    return n;
+}
+
+/* A suite's fixture, the same for every store suite: a fresh directory in
+ * `dir` and a recorder `rec` that acks each delivery; teardown runs
+ * `before_rmdir` (a statement) and removes the directory. */
+#define ST_FIXTURE(suite, timeout_s, before_rmdir)                             \
+    static char dir[64];                                                       \
+    static struct st_rec rec;                                                  \
+    static void setup(void)                                                    \
+    {                                                                          \
+        st_mkdir(dir, sizeof dir);                                             \
+        st_rec_init(&rec, true);                                               \
+    }                                                                          \
+    static void teardown(void)                                                 \
+    {                                                                          \
+        before_rmdir;                                                          \
+        st_rmdir(dir);                                                         \
+    }                                                                          \
+    TestSuite(suite, .init = setup, .fini = teardown, .timeout = timeout_s)
 
 #endif

@@ -52,3 +52,14 @@ TEST_OBJ := $(filter-out $(B)/tests/obj/store/%,$(TEST_OBJ))
 STATIC := $(filter-out $(A_store),$(STATIC))
 LDLIBS_LIB := $(filter-out -lrocksdb -Wl$(comma)--no-as-needed$(comma)-lstdc++,$(LDLIBS_LIB))
 endif
+
+# The I/O-error shim of the suite store_diskfull (tests/store/eioshim.c),
+# LD_PRELOADed into a child of the test binary, which finds it beside
+# itself: built with the test binary, never linked into it.
+STORE_EIOSHIM := $(B)/tests/eioshim.so
+
+$(STORE_EIOSHIM): tests/store/eioshim.c
+	@mkdir -p $(@D)
+	$(CC) -std=c11 -Wall -Wextra -Werror -O2 -fPIC -shared -o $@ $< -ldl
+
+$(TEST_BIN): | $(STORE_EIOSHIM)

@@ -5,21 +5,7 @@
  */
 #include "st.h"
 
-static char dir[64];
-static struct st_rec rec;
-
-static void setup(void)
-{
-    st_mkdir(dir, sizeof dir);
-    st_rec_init(&rec, true);
-}
-
-static void teardown(void)
-{
-    st_rmdir(dir);
-}
-
-TestSuite(store_badinput, .init = setup, .fini = teardown, .timeout = 60);
+ST_FIXTURE(store_badinput, 60, (void)0);
 
 Test(store_badinput, open_with_a_bad_config)
 {

@@ -9,7 +9,8 @@
  * pwrite(), writev(), fsync() and fdatasync(), which the linker puts ahead
  * of the C library's for the whole test binary (RocksDB's calls included).
  * They pass every call through, unless a test armed them: then the k-th
- * call on a file under the armed directory fails with the armed errno.
+ * call on a file under the armed path fails with the armed errno (or, for
+ * a disk that stays full or bad, every call from the k-th on).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -28,6 +29,7 @@ static char fault_dir[128];
 static atomic_bool fault_armed;
 static atomic_long fault_calls; /* calls on files under fault_dir */
 static long fault_at = -1;      /* which of them fails (-1: none) */
+static bool fault_stays;        /* ... and every one after it */
 static int fault_errno;
 
 static bool fault_hits(int fd)
@@ -44,6 +46,8 @@ static bool fault_hits(int fd)
     path[n] = 0;
     if (strncmp(path, fault_dir, strlen(fault_dir)) != 0)
         return false;
+    if (fault_stays)
+        return fault_at >= 0 && atomic_fetch_add(&fault_calls, 1) >= fault_at;
     return atomic_fetch_add(&fault_calls, 1) == fault_at;
 }
 
@@ -106,10 +110,18 @@ int fdatasync(int fd)
 static void fault_arm(const char *dir, long at, int err)
 {
     snprintf(fault_dir, sizeof fault_dir, "%s", dir);
+    fault_stays = false;
     fault_at = at;
     fault_errno = err;
     atomic_store(&fault_calls, 0);
     atomic_store(&fault_armed, true);
+}
+
+/* Fail every call under path from the at-th on (a disk that stays full). */
+static void fault_arm_from(const char *path, long at, int err)
+{
+    fault_arm(path, at, err);
+    fault_stays = true;
 }
 
 static long fault_disarm(void)
@@ -118,22 +130,7 @@ static long fault_disarm(void)
     return atomic_load(&fault_calls);
 }
 
-static char dir[64];
-static struct st_rec rec;
-
-static void setup(void)
-{
-    st_mkdir(dir, sizeof dir);
-    st_rec_init(&rec, true);
-}
-
-static void teardown(void)
-{
-    fault_disarm();
-    st_rmdir(dir);
-}
-
-TestSuite(store_errors, .init = setup, .fini = teardown, .timeout = 120);
+ST_FIXTURE(store_errors, 120, fault_disarm());
 
 static int open_err(const char *d)
 {
@@ -150,14 +147,6 @@ static int open_err(const char *d)
     return s ? 0 : err;
 }
 
-static int64_t on_disk(void)
-{
-    int64_t n = 0, rc = tw_store_scan(dir, st_count_visit, &n);
-
-    cr_assert_eq(rc, n, "scan: %lld", (long long)rc);
-    return n;
-}
-
 Test(store_errors, a_second_opener_gets_ebusy)
 {
     struct tw_store *s = st_open(dir, &rec);
@@ -170,20 +159,13 @@ Test(store_errors, a_second_opener_gets_ebusy)
 }
 
 /* Another process: this test binary again, running this test alone with
- * TWSTORE_BUSY_DIR set, which then only checks that it gets -EBUSY. It is
- * started with posix_spawn(), not fork(): under ThreadSanitizer, fork()
- * runs jemalloc's pre-fork handlers, which take more locks at once than
- * its deadlock detector can follow. */
+ * TWSTORE_BUSY_DIR set, which then only checks that it gets -EBUSY. */
 Test(store_errors, another_process_gets_ebusy)
 {
     const char *other = getenv("TWSTORE_BUSY_DIR");
-    char env[128], *argv[] = {"twtest", "--filter",
-                              "store_errors/another_process_gets_ebusy", NULL};
-    char *envp[] = {env, NULL};
-    posix_spawn_file_actions_t fa;
+    char env[128], *envp[] = {env, NULL};
     struct tw_store *s;
     int status;
-    pid_t pid;
 
     if (other) {
         cr_assert_eq(open_err(other), -EBUSY, "the other process was let in");
@@ -191,12 +173,8 @@ Test(store_errors, another_process_gets_ebusy)
     }
     s = st_open(dir, &rec);
     snprintf(env, sizeof env, "TWSTORE_BUSY_DIR=%s", dir);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    cr_assert_eq(posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    status =
+        st_run_self("store_errors/another_process_gets_ebusy", envp, false);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
               "another process was not refused with -EBUSY (status %d)",
               status);
@@ -215,10 +193,13 @@ Test(store_errors, a_foreign_directory_is_left_alone)
     fputs("not a store\n", f);
     fclose(f);
     cr_assert_eq(open_err(dir), -ENOTEMPTY);
+    cr_assert_eq(tw_store_scan(dir, st_count_visit, &(int64_t){0}), -ENOTEMPTY);
     cr_assert_eq(stat(path, &st), 0);
     cr_assert_eq(st.st_size, 12);
     snprintf(path, sizeof path, "%s/STORE", dir);
     cr_assert_neq(stat(path, &st), 0, "marker written into a foreign dir");
+    snprintf(path, sizeof path, "%s/LOCK", dir);
+    cr_assert_neq(stat(path, &st), 0, "lock file made in a foreign dir");
     snprintf(path, sizeof path, "%s/mail.txt", dir);
     cr_assert_eq(unlink(path), 0);
     cr_assert_eq(open_err(dir), 0);
@@ -341,7 +322,8 @@ static void fail_commit_at(long k, int err, int64_t *durable)
     }
     rc = tw_store_close(s);
     cr_assert(rc == 0 || rc == -err, "close: %d", rc);
-    cr_assert_geq(on_disk(), *durable, "site %ld lost a durable timer", k);
+    cr_assert_geq(st_on_disk(dir), *durable, "site %ld lost a durable timer",
+                  k);
 }
 
 static void every_site(int err)
@@ -391,6 +373,83 @@ Test(store_errors, faults_while_opening)
             durable = 1;
         }
         cr_assert_eq(open_err(dir), 0, "site %ld left it unopenable", k);
-        cr_assert_geq(on_disk(), durable);
+        cr_assert_geq(st_on_disk(dir), durable);
     }
+}
+
+/* The disk fills (or goes bad) at the k-th write or sync of a commit and
+ * stays so: the commit fails with the errno, every later call too, the
+ * close returns, and nothing aborts (RocksDB's info log, which asserted
+ * when written after a failed write, is kept off: lib/store/db.c). */
+static void stays_failed_from(long k, int err, int64_t *durable)
+{
+    struct tw_store *s = st_open(dir, &rec);
+    int rc;
+
+    fault_arm_from(dir, k, err);
+    rc = tw_store_schedule_durable(s, UINT64_MAX, "f", 1, NULL);
+    if (rc == 0) {
+        (*durable)++;
+    } else {
+        cr_assert_eq(rc, -err, "from site %ld: %d, not %d", k, rc, -err);
+        cr_assert_eq(tw_store_schedule_durable(s, 5, "", 0, NULL), -err);
+    }
+    rc = tw_store_close(s);
+    fault_disarm();
+    cr_assert(rc == 0 || rc == -err, "close: %d", rc);
+    cr_assert_geq(st_on_disk(dir), *durable, "from site %ld lost a timer", k);
+}
+
+Test(store_errors, a_disk_that_stays_full_from_every_site)
+{
+    long sites = sites_of_a_commit();
+    int64_t durable = 2;
+
+    for (long k = 0; k < sites; k++)
+        stays_failed_from(k, ENOSPC, &durable);
+}
+
+Test(store_errors, a_disk_that_stays_bad_from_every_site)
+{
+    long sites = sites_of_a_commit();
+    int64_t durable = 2;
+
+    for (long k = 0; k < sites; k++)
+        stays_failed_from(k, EIO, &durable);
+}
+
+/* The info log alone failing: RocksDB's LOG file is never written, so a
+ * store whose LOG cannot be written works as usual. */
+Test(store_errors, a_failing_info_log_changes_nothing)
+{
+    char log[128];
+    struct tw_store *s = st_open(dir, &rec);
+
+    cr_assert_eq(tw_store_close(s), 0);
+    snprintf(log, sizeof log, "%s/db/LOG", dir);
+    fault_arm_from(log, 0, EIO);
+    s = st_open(dir, &rec);
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "l", 1, NULL), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    cr_assert_eq(fault_disarm(), 0, "RocksDB wrote its info log");
+    cr_assert_eq(st_on_disk(dir), 1);
+}
+
+/* A failed write or sync is counted (tw_store_metrics()): the first call
+ * of a commit fails. */
+Test(store_errors, a_failed_sync_is_counted)
+{
+    struct tw_store *s = st_open(dir, &rec);
+    struct tw_store_metrics m;
+
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "a", 1, NULL), 0);
+    fault_arm(dir, 0, EIO);
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "b", 1, NULL), -EIO);
+    fault_disarm();
+    cr_assert_eq(tw_store_metrics(s, &m), 0);
+    cr_assert_eq(m.sync_failures, 1);
+    cr_assert_eq(m.commits, 1);
+    cr_assert_eq(m.queue_depth, 0);
+    cr_assert_eq(m.held, 1);
+    cr_assert_eq(tw_store_close(s), -EIO);
 }

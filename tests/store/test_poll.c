@@ -2,6 +2,7 @@
  * Polled delivery (lib/store/poll.c): an event loop gets its deliveries on
  * its own thread, woken by the store's descriptor in a real epoll loop.
  */
+#include <stdatomic.h>
 #include <sys/epoll.h>
 
 #include "st.h"
@@ -228,6 +229,112 @@ Test(store_poll, bad_input)
     cr_assert_eq(tw_store_poll(s, NULL, NULL, 1), -EINVAL);
     cr_assert_eq(tw_store_poll(s, never, NULL, 0), -EINVAL);
     cr_assert_eq(tw_store_poll(s, never, NULL, 1), 0, "nothing waits");
+    cr_assert_eq(tw_store_close(s), 0);
+    st_rmdir(dir);
+}
+
+/* Every done callback's code, counted (issue 28, 1). */
+struct donecount {
+    atomic_size_t n, ok;
+};
+
+static void count_done(struct tw_store_id id, int err, void *arg)
+{
+    struct donecount *d = arg;
+
+    (void)id;
+    if (err == 0)
+        atomic_fetch_add(&d->ok, 1);
+    atomic_fetch_add(&d->n, 1);
+}
+
+#define QUEUED 1000
+
+/* QUEUED overdue timers, durable, handed to the loop's queue: the store's
+ * fd readable in a real epoll loop, and left alone long enough that the
+ * worker has queued all of them (it delivers 10^6 a second). */
+static struct tw_store *queue_overdue(const char *dir, struct tw_store_id *ids,
+                                      int *ep)
+{
+    struct tw_store *s = open_polled(dir);
+    struct epoll_event out;
+    uint64_t now = st_real();
+
+    for (size_t i = 0; i < QUEUED; i++) {
+        uint64_t at = now - QUEUED + i;
+
+        cr_assert_eq(
+            tw_store_schedule_at(s, at, &at, sizeof at, NULL, NULL, &ids[i]),
+            0);
+    }
+    cr_assert_eq(tw_store_sync(s), 0);
+    *ep = watch_fd(s);
+    cr_assert_eq(epoll_wait(*ep, &out, 1, 5000), 1, "never readable");
+    st_sleep_ms(300);
+    return s;
+}
+
+/* After every removal is durable, the loop wakes to nothing: the epoll
+ * loop sees the fd quiet, and a poll hands out none of the copies. */
+static void loop_gets_nothing(struct tw_store *s, int ep)
+{
+    struct looprec r = {.self = pthread_self()};
+    struct epoll_event out;
+    int64_t got;
+
+    if (epoll_wait(ep, &out, 1, 100) == 1) {
+        got = tw_store_poll(s, on_polled, &r, QUEUED);
+        cr_assert_eq(got, 0, "%lld deliveries after their removal was durable",
+                     (long long)got);
+    }
+    cr_assert_eq(tw_store_poll(s, on_polled, &r, QUEUED), 0);
+    cr_assert_eq(r.n, 0);
+}
+
+Test(store_poll, a_durable_cancel_withdraws_queued_deliveries)
+{
+    static struct tw_store_id ids[QUEUED];
+    struct donecount d = {0};
+    char dir[64];
+    struct tw_store *s;
+    int ep;
+
+    st_mkdir(dir, sizeof dir);
+    s = queue_overdue(dir, ids, &ep);
+    for (size_t i = 0; i < QUEUED; i++)
+        cr_assert_eq(tw_store_cancel(s, ids[i], count_done, &d), 0);
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(atomic_load(&d.n), QUEUED);
+    cr_assert_eq(atomic_load(&d.ok), QUEUED, "every cancel durable");
+    cr_assert_eq(tw_store_count(s), 0);
+    loop_gets_nothing(s, ep);
+    close(ep);
+    cr_assert_eq(tw_store_close(s), 0);
+    st_rmdir(dir);
+}
+
+/* An ack may come before the loop takes the delivery (the id is known
+ * from the schedule): the same withdrawal. Half are taken first, and
+ * those come out as usual. */
+Test(store_poll, a_durable_ack_withdraws_queued_deliveries)
+{
+    static struct tw_store_id ids[QUEUED];
+    struct looprec r = {.self = pthread_self()};
+    struct donecount d = {0};
+    char dir[64];
+    struct tw_store *s;
+    int ep;
+
+    st_mkdir(dir, sizeof dir);
+    s = queue_overdue(dir, ids, &ep);
+    cr_assert_eq(tw_store_poll(s, on_polled, &r, 10), 10, "taken first");
+    for (size_t i = 10; i < QUEUED; i++)
+        cr_assert_eq(tw_store_ack(s, ids[i], count_done, &d), 0);
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(atomic_load(&d.ok), QUEUED - 10, "every ack durable");
+    cr_assert_eq(tw_store_count(s), 0, "the ten taken were acked by the loop");
+    loop_gets_nothing(s, ep);
+    close(ep);
     cr_assert_eq(tw_store_close(s), 0);
     st_rmdir(dir);
 }
