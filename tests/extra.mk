@@ -32,9 +32,10 @@ CIRCLE_ROOMS = $(foreach l,$(LAYERS),lib/$(l)=$(B)/lib/$(l)) \
     $(foreach d,$(filter-out ./,$(sort $(dir $(patsubst tests/%,%,$(TEST_SRC))))),tests/$(d:/=)=$(B)/tests/obj/$(d:/=)) \
     tests=$(B)/tests/obj
 # Rooms whose circles are known and owned by work in progress elsewhere:
-# printed, not failed. lib/service: the handle's lifecycle moves into
-# handle.c (issue 29, part 1), which reshapes its files' calls.
-CIRCLES_KNOWN ?= lib/service
+# printed, not failed. lib/store: changelog.c and window.c (the replication
+# change log asks the window to step, the window asks the log whether it
+# may deliver), its owner's to fix.
+CIRCLES_KNOWN ?= lib/store
 
 circles: DEPS_EXTRA = $(DEPS_BENCH)
 circles: deps
