@@ -233,22 +233,13 @@ static void fill_log_and_die(const char *d)
  * timers in WAL_TIMERS / WAL_BATCH commits. Its path into wal. */
 static void make_log(const char *test, char *wal, size_t len)
 {
-    char env[128], filter[128], *argv[] = {"twtest", "--filter", filter, NULL};
-    char *envp[] = {env, NULL};
-    posix_spawn_file_actions_t fa;
-    int status;
-    pid_t pid;
+    char env[128], filter[128], *envp[] = {env, NULL};
 
     snprintf(env, sizeof env, "TWSTORE_WAL_DIR=%s", dir);
     snprintf(filter, sizeof filter, "store_damage/%s", test);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    cr_assert_eq(posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp), 0);
-    posix_spawn_file_actions_destroy(&fa);
     /* The test runner reports its worker's SIGKILL as a crash: the
      * status says nothing; the log's size and the undamaged case do. */
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    (void)st_run_self(filter, envp, false);
     cr_assert(find_file(".log", wal, len), "no write-ahead log");
     cr_assert_gt(file_size(wal), WAL_TIMERS * 17, "the log is not all there");
 }
