@@ -120,6 +120,7 @@ struct tw_service_config {
     size_t max_pending;
     enum tw_catchup catchup;
     uint64_t max_lag_ns;
+    uint64_t reserved[TW_RESERVED_WORDS]; /* zero; see TW_RESERVED_WORDS */
 };
 
 /* The defaults tw_service_config_init() sets: at most 2^22 timers held
@@ -155,6 +156,7 @@ struct tw_service_stats {
                            tw_handle_cancel()) */
     uint64_t rejected;  /* schedules refused with -EAGAIN */
     uint64_t wakeups;   /* times the worker thread woke from a sleep */
+    uint64_t reserved[TW_RESERVED_WORDS]; /* zero: later counters */
 };
 
 /* A timer handed back by tw_service_stop(). */
@@ -201,6 +203,21 @@ struct tw_timer_spec {
  * TW_CATCHUP_SKIP. A NULL cfg is a no-op. */
 TW_PUBLIC void tw_service_config_init(struct tw_service_config *cfg,
                                       enum tw_mode mode);
+
+/*
+ * fork(): a child of fork() has only the thread that forked, so the
+ * services it inherits have no worker. Every call on an inherited service
+ * or one of its handles answers -ECHILD and changes nothing (schedule,
+ * submit, cancel, cancel-and-wait, re-arm, stats, stop), and
+ * tw_service_destroy() returns -ECHILD at once, joining nothing and
+ * freeing nothing: the service's memory in the child is its copy of the
+ * parent's, possibly in the middle of a change a parent thread was making,
+ * and goes with the child's address space when it exits or execs.
+ * tw_handle_cancel_release() still drops the caller's reference;
+ * tw_handle_query(), tw_handle_deadline(), tw_handle_release() and
+ * tw_service_now() work. A service created in the child works as
+ * anywhere. docs/service.md, "fork".
+ */
 
 /* Create a service and start its threads. Returns NULL on failure and
  * stores in err (when not NULL) -EINVAL (bad config, as tw_create(), or too
@@ -377,7 +394,8 @@ TW_PUBLIC int tw_service_stop(struct tw_service *s, tw_handback_fn *fn,
 
 /* Stop s (dropping what stop would hand back) and free it. Handles stay
  * valid until released. NULL: 0. -EDEADLK, doing nothing, from a callback
- * of s. */
+ * of s. Every service must be destroyed before a dlclose() of this
+ * library (its worker would run unmapped code): docs/embedding.md. */
 TW_PUBLIC int tw_service_destroy(struct tw_service *s);
 
 /* Copy the counters of s into out. -EINVAL for NULL s or out. */

@@ -194,6 +194,7 @@ struct tw_store_config {
     uint64_t lease_ns;
     uint64_t watermark_ns;
     uint32_t log_max_bytes;
+    uint64_t reserved[TW_RESERVED_WORDS]; /* zero; see TW_RESERVED_WORDS */
 };
 
 /* Fill cfg with the defaults above and no callback. NULL is a no-op. */
@@ -276,7 +277,8 @@ TW_PUBLIC int tw_store_schedule_durable(struct tw_store *s,
  * on disk. NULL is a no-op returning 0. Returns 0, the store's failure code
  * (the store is closed all the same), -EDEADLK from a callback (nothing
  * done), or -ECHILD in a child of fork() (nothing done: the store is the
- * parent's; the child must not use it again).
+ * parent's; the child must not use it again). Every store must be closed
+ * before a dlclose() of this library (docs/embedding.md, "dlclose").
  */
 TW_PUBLIC int tw_store_close(struct tw_store *s);
 

@@ -10,10 +10,12 @@
  * add one, so destroy may free the shards.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <string.h>
 
 #include "purgatory.h"
+#include "reserved.h"
 
 _Thread_local const struct tw_purgatory *tw__p_trying;
 _Thread_local unsigned tw__p_stripe_ix;
@@ -77,13 +79,39 @@ static void free_shards(struct tw_purgatory *p, unsigned ready)
 
 static int config_ok(const struct tw_purgatory_config *cfg)
 {
-    if (!cfg || !!cfg->wheel + !!cfg->service + !!cfg->timer != 1)
+    if (!cfg || !!cfg->wheel + !!cfg->service + !!cfg->timer != 1 ||
+        !tw__reserved_zero(cfg->reserved))
         return -EINVAL;
     if (!cfg->wheel != !cfg->now) /* a wheel needs the loop's clock */
         return -EINVAL;
     if (cfg->timer && (!cfg->timer->arm || !cfg->timer->disarm))
         return -EINVAL;
     return cfg->shards > TW_PURGATORY_MAX_SHARDS ? -EINVAL : 0;
+}
+
+/*
+ * fork. A purgatory over a service, inherited by a child of fork(), has
+ * no thread to fire its timeouts (its service's are not in the child) and
+ * may have a shard lock held by a parent thread that is not there either:
+ * every call on it answers -ECHILD, tw_purgatory_destroy() at once,
+ * freeing nothing (the child's copy of the parent's memory, gone with the
+ * child). A pthread_atfork() child handler, installed with the first such
+ * purgatory, bumps a generation each purgatory compares with the one it
+ * was made in: one load per call. A purgatory over a core wheel or a
+ * caller's timer has no thread and no lock of its own: the child may use
+ * its copy as the parent did.
+ */
+atomic_uint tw__p_fork_gen;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void forked(void)
+{
+    atomic_fetch_add_explicit(&tw__p_fork_gen, 1, memory_order_relaxed);
+}
+
+static void watch_fork(void)
+{
+    pthread_atfork(NULL, NULL, forked);
 }
 
 static struct tw_purgatory *create(const struct tw_purgatory_config *cfg)
@@ -101,6 +129,9 @@ static struct tw_purgatory *create(const struct tw_purgatory_config *cfg)
     p->now_ctx = cfg->now_ctx;
     p->svc = cfg->service;
     p->threaded = cfg->service != NULL;
+    if (p->threaded)
+        pthread_once(&fork_once, watch_fork);
+    p->fork_gen = atomic_load_explicit(&tw__p_fork_gen, memory_order_relaxed);
     if (cfg->timer)
         p->timer = *cfg->timer;
     p->nshards = n;
@@ -157,6 +188,8 @@ int tw_purgatory_stats(struct tw_purgatory *p, struct tw_purgatory_stats *out)
 {
     if (!p || !out)
         return -EINVAL;
+    if (tw__p_inherited(p))
+        return -ECHILD;
     /* Outcomes first: each is counted after its watch was (on whatever
      * stripe), so every outcome read has its watch read after it. */
     *out = (struct tw_purgatory_stats){

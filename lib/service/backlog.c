@@ -76,9 +76,8 @@
  * sleep, so it needs no part of the membarrier hand-shake (worker.c,
  * "Sleeping"): a kick made while the worker is awake makes its next sleep
  * return at once. A stale head read by the canceller only makes it kick or
- * look again. The new queue's backlog is newq_in, counted by its pushers
- * (threads without a ring: an exchange each already), less newq_out, the
- * worker's count of its takes.
+ * look again. The new queue's backlog is the shared stripe's schedules
+ * less newq_out, the worker's count of its takes (queue_untaken()).
  */
 #include <errno.h>
 #include <time.h>
@@ -125,11 +124,20 @@ void tw__backlog_reaped(struct tw_service *s)
     pthread_mutex_unlock(&s->lock);
 }
 
-/* Handles on the new queue the worker has not taken yet (a snapshot). */
+/* Handles on the new queue the worker has not taken yet, as far as the
+ * counters already kept tell, without a counter of its own that every
+ * push would add to: the schedules of threads without a ring (the shared
+ * stripe's `accepted`, an atomic add each already) less the worker's takes
+ * from the queue. It can only count short (a ringed thread whose ring
+ * could not grow, and the executor's hand-backs, push onto the queue
+ * without counting there; the worker's takes count them), never long. */
 static size_t queue_untaken(struct tw_service *s)
 {
-    return atomic_load_explicit(&s->newq_in, memory_order_relaxed) -
-           atomic_load_explicit(&s->newq_out, memory_order_relaxed);
+    uint64_t in = atomic_load_explicit(&s->stripes[TW__STRIPES].accepted,
+                                       memory_order_relaxed);
+    uint64_t out = atomic_load_explicit(&s->newq_out, memory_order_relaxed);
+
+    return in > out ? (size_t)(in - out) : 0;
 }
 
 /* What a waiting canceller watches: the rings or the queue that were past
@@ -266,7 +274,7 @@ void tw__backlog_check(struct tw_service *s, struct tw__rings *r)
 
     if (dead_in_msgs(s, r, bound) >= bound && !r->kicked) {
         r->kicked = true;
-        tw__worker_kick(s);
+        tw__wake_kick(s);
     }
 }
 
@@ -303,7 +311,7 @@ void tw__backlog_schedule(struct tw_service *s, struct tw__rings *r)
     r->msgs_mine = sent;
     if (msgs < w.bound && fresh < w.bound)
         return;
-    tw__worker_kick(s);
+    tw__wake_kick(s);
     w.msgs = msgs >= 2 * w.bound ? &r->msgs : NULL;
     w.fresh = fresh >= 2 * w.bound ? &r->fresh : NULL;
     if (w.msgs || w.fresh)
@@ -342,7 +350,7 @@ void tw__backlog_schedule_queue(struct tw_service *s)
     left = queue_untaken(s);
     if (left < w.bound)
         return;
-    tw__worker_kick(s);
+    tw__wake_kick(s);
     if (left >= 2 * w.bound)
         wait_reap(s, &w);
 }

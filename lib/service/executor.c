@@ -19,26 +19,22 @@
 
 #include "service.h"
 
-/* Claim h (DISPATCHED -> RUNNING) and run it. Re-armed while queued, it is
- * PENDING again and goes back to the worker; cancelled while queued
- * (DISPATCHED -> CANCELLING -> CANCELLED), it is let go of. */
+/* Claim h and run it, or hand it back to the worker (re-armed while
+ * queued) or let go of it (cancelled): handle.c decides and moves its
+ * word. */
 static void take(struct tw_service *s, struct tw_handle *h)
 {
-    for (;;) {
-        uint32_t w = tw__handle_settle(h);
-
-        if (tw__st(w) == TW__PENDING) {
-            tw__worker_post(s, h);
-            return;
-        }
-        if (tw__st(w) != TW__DISPATCHED) {
-            tw__handle_drop(s, h, TW__OUT_CANCELLED);
-            return;
-        }
-        if (tw__handle_cas(h, &w, TW__RUNNING, false)) {
-            tw__worker_run(s, h);
-            return;
-        }
+    switch (tw__handle_claim_dispatched(h)) {
+    case TW__CLAIM_LATER:
+        tw__worker_post(s, h);
+        return;
+    case TW__CLAIM_GONE:
+        tw__handle_drop(s, h, TW__OUT_CANCELLED);
+        return;
+    case TW__CLAIM_WON:
+        if (tw__handle_run(s, h))
+            tw__worker_post(s, h); /* periodic or re-armed: pending again */
+        return;
     }
 }
 

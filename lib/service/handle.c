@@ -51,7 +51,23 @@
 #include "sat.h"
 #include "service.h"
 
-_Thread_local const struct tw_handle *tw__running;
+/* The word w moved to state `to`, the generation bumped if bump, the flags
+ * (TW__WAITERS, TW__CQ, TW__ORPHAN) kept. */
+static inline uint32_t with(uint32_t w, int to, bool bump)
+{
+    return ((w & ~TW__ST_MASK) + (bump ? TW__GEN_ONE : 0)) | (uint32_t)to;
+}
+
+/* Store state `to` into h, whose word w (LOCKED or CANCELLING) we hold:
+ * no one else writes the word meanwhile. A release store (a plain one on
+ * x86): those who wait it out (tw__handle_settle) acquire, and
+ * cancel-and-wait's sleep hand-shake is with the compare-and-swaps of the
+ * moves out of a running state, never with this store. */
+static inline void put(struct tw_handle *h, uint32_t w, int to, bool bump)
+{
+    tw__hb_release(h);
+    atomic_store_explicit(&h->word, with(w, to, bump), memory_order_release);
+}
 
 /* A handle of the right size for spec, its refs word holding one
  * reference, the fixed flags, the callback's index (or none: the callback
@@ -132,13 +148,13 @@ void tw__handle_unref(struct tw_handle *h)
 /* Move h from the word *w to state `to` (bumping the generation if bump),
  * keeping the flags (TW__WAITERS, TW__CQ, TW__ORPHAN); on failure *w is the
  * word found. */
-bool tw__handle_cas(struct tw_handle *h, uint32_t *w, int to, bool bump)
+static bool cas(struct tw_handle *h, uint32_t *w, int to, bool bump)
 {
     bool won;
 
     tw__hb_release(h);
     won = atomic_compare_exchange_strong_explicit(
-        &h->word, w, tw__with(*w, to, bump), memory_order_seq_cst,
+        &h->word, w, with(*w, to, bump), memory_order_seq_cst,
         memory_order_acquire);
     tw__hb_acquire(h);
     return won;
@@ -155,16 +171,6 @@ uint32_t tw__handle_settle(struct tw_handle *h)
         sched_yield();
     tw__hb_acquire(h);
     return w;
-}
-
-/* Whether a canceller or re-armer holds h's word (CANCELLING, LOCKED) at
- * this instant: the worker puts such a new handle aside instead of
- * waiting for it (worker.c). */
-bool tw__handle_held(struct tw_handle *h)
-{
-    int st = tw__st(atomic_load_explicit(&h->word, memory_order_relaxed));
-
-    return st == TW__CANCELLING || st == TW__LOCKED;
 }
 
 /* After a move out of a running state from word w: wake any
@@ -218,8 +224,8 @@ void tw__handle_let_go(struct tw_handle *h)
  * missed run happens, back to back) and TW_CATCHUP_SKIP jumps to the first
  * point after now.
  */
-uint64_t tw__handle_next_deadline(const struct tw_service *s,
-                                  struct tw_handle *h, uint64_t now)
+static uint64_t next_deadline(const struct tw_service *s,
+                              const struct tw_handle *h, uint64_t now)
 {
     uint64_t last = tw__deadline(h), period = tw__period(h);
     uint64_t next;
@@ -230,6 +236,188 @@ uint64_t tw__handle_next_deadline(const struct tw_service *s,
     if (next > now || s->catchup == TW_CATCHUP_ALL)
         return next;
     return tw__add_sat(last, tw__mul_sat((now - last) / period + 1, period));
+}
+
+/*
+ * The moves of the service's own threads. Each is asked by the thread
+ * that holds h (the worker, an executor thread, stop) and answers what to
+ * do with the timer: the wheel and the queues are theirs, the word ours.
+ */
+
+/* Whether h, new and just taken in by the worker, is still waiting (not
+ * cancelled on the way): the word settled, read. */
+bool tw__handle_waiting(struct tw_handle *h)
+{
+    return tw__st(tw__handle_settle(h)) == TW__PENDING;
+}
+
+/*
+ * The commonest message: h was cancelled while in the wheel, its word w
+ * (settled). Nothing but the worker moves that word any more: CANCELLED
+ * is final to every cancel and re-arm, and only the one who holds h lets
+ * go of it (the swap that sets TW__ORPHAN), which for a timer in the
+ * wheel is the worker. So TW__CQ is cleared with a plain store, not the
+ * compare-and-swap below: a locked instruction waits for every store
+ * before it to reach the cache, here the previous message's unlink, which
+ * writes two neighbours in the wheel that no cache holds, and the swap
+ * held 97 % of the worker's message time in a cancel burst (perf;
+ * docs/service.md). The worker then unlinks it and calls
+ * tw__handle_unlinked(), which skips tw__handle_drop()'s second look at
+ * the word: 14 instructions fewer a message.
+ */
+enum tw__msg tw__handle_take_message(struct tw_handle *h, bool in_wheel)
+{
+    uint32_t w = tw__handle_settle(h);
+
+    if (in_wheel && tw__st(w) == TW__CANCELLED) {
+        put(h, w & ~TW__CQ, TW__CANCELLED, false);
+        return TW__MSG_UNLINK;
+    }
+    /* Clear TW__CQ in the word we act on: a cancel or re-arm after this
+     * sends a message of its own. Out of the wheel, whoever holds h may
+     * free it as soon as this swap has cleared TW__CQ: the worker touches
+     * it afterwards only if it is in the wheel, or if its holder let go of
+     * it before (TW__ORPHAN: the service's reference is dropped here in
+     * its place). */
+    tw__hb_release(h);
+    while (!atomic_compare_exchange_weak_explicit(
+        &h->word, &w, w & ~(TW__CQ | TW__ORPHAN), memory_order_acq_rel,
+        memory_order_acquire))
+        w = tw__handle_settle(h);
+    tw__hb_acquire(h);
+    if (w & TW__ORPHAN) {
+        tw__handle_unref(h);
+        return TW__MSG_NONE;
+    }
+    if (!in_wheel)
+        return TW__MSG_NONE;
+    if (tw__st(w) == TW__CANCELLED)
+        return TW__MSG_UNLINK;
+    if (tw__deadline(h) < tw_timer_deadline(&h->timer))
+        return TW__MSG_MOVE;
+    return TW__MSG_NONE;
+}
+
+/* The worker has unlinked cancelled h (TW__MSG_UNLINK): the service lets
+ * go of it. TW__CQ is clear and no one else can set TW__ORPHAN, so the
+ * release hook and the reference, without tw__handle_drop()'s look. */
+void tw__handle_unlinked(struct tw_handle *h)
+{
+    tw_release_fn *release = tw__release(h);
+
+    if (release)
+        release(tw__arg(h));
+    tw__handle_unref(h);
+}
+
+/* The worker meets h due in the wheel at wheel_deadline: claim it for a
+ * run (PENDING -> RUNNING, or DISPATCHED for an executor), or say it is
+ * gone (cancelled, message or not) or to go back into the wheel at its
+ * requested deadline (re-armed later, or stop has begun: handed back). The
+ * generation makes a claim fail if a re-arm came between our read of the
+ * deadline and the swap. */
+enum tw__claim tw__handle_claim(struct tw_handle *h, bool exec,
+                                uint64_t wheel_deadline, bool stopping)
+{
+    int to = exec ? TW__DISPATCHED : TW__RUNNING;
+
+    for (;;) {
+        uint32_t w = tw__handle_settle(h);
+
+        if (tw__st(w) != TW__PENDING)
+            return TW__CLAIM_GONE;
+        if (stopping || tw__deadline(h) > wheel_deadline)
+            return TW__CLAIM_LATER;
+        if (cas(h, &w, to, false))
+            return TW__CLAIM_WON;
+    }
+}
+
+/* An executor thread takes h from its queue: DISPATCHED -> RUNNING (won),
+ * pending again (re-armed while queued: back to the worker), or gone. */
+enum tw__claim tw__handle_claim_dispatched(struct tw_handle *h)
+{
+    for (;;) {
+        uint32_t w = tw__handle_settle(h);
+
+        if (tw__st(w) == TW__PENDING)
+            return TW__CLAIM_LATER;
+        if (tw__st(w) != TW__DISPATCHED)
+            return TW__CLAIM_GONE;
+        if (cas(h, &w, TW__RUNNING, false))
+            return TW__CLAIM_WON;
+    }
+}
+
+/* Stop claims h for its hand-back (PENDING or DISPATCHED -> RETURNED);
+ * false: cancelled meanwhile, to be let go of as such. */
+bool tw__handle_claim_return(struct tw_handle *h)
+{
+    for (;;) {
+        uint32_t w = tw__handle_settle(h);
+
+        if (tw__st(w) != TW__PENDING && tw__st(w) != TW__DISPATCHED)
+            return false;
+        if (cas(h, &w, TW__RETURNED, false))
+            return true;
+    }
+}
+
+/* After the callback of h returned at now: a one-shot timer is done; a
+ * periodic or re-armed one is pending again at its next deadline (true:
+ * the caller puts it back); a cancelled one is let go of. Any
+ * cancel-and-wait is woken once h has left RUNNING. */
+static bool finish(struct tw_service *s, struct tw_handle *h)
+{
+    for (;;) {
+        uint32_t w = tw__handle_settle(h);
+
+        switch (tw__st(w)) {
+        case TW__CANCEL_RUNNING:
+            if (!cas(h, &w, TW__CANCELLED, false))
+                continue;
+            tw__handle_wake(h, w);
+            tw__handle_drop(s, h, TW__OUT_CANCELLED);
+            return false;
+        case TW__RUN_AGAIN:
+            if (!cas(h, &w, TW__PENDING, true))
+                continue;
+            break;
+        default: /* TW__RUNNING, or TW__LAST_RUN: a one-shot sealed by a
+                  * cancel during this run, done all the same */
+            if (tw__st(w) == TW__LAST_RUN || !tw__period(h)) {
+                if (!cas(h, &w, TW__DONE, false))
+                    continue;
+                tw__handle_wake(h, w);
+                tw__handle_drop(s, h, TW__OUT_COMPLETED);
+                return false;
+            }
+            if (!cas(h, &w, TW__LOCKED, false))
+                continue;
+            atomic_store_explicit(&h->deadline,
+                                  next_deadline(s, h, tw__mono_ns()),
+                                  memory_order_relaxed);
+            put(h, w, TW__PENDING, true);
+            break;
+        }
+        tw__handle_wake(h, w);
+        return true;
+    }
+}
+
+/* Run claimed h (RUNNING) on this thread, counted on its stripe, then move
+ * it on (finish()); true if it is pending again and the caller puts it
+ * back (the worker into its wheel, an executor thread to the worker). */
+bool tw__handle_run(struct tw_service *s, struct tw_handle *h)
+{
+    const struct tw_handle *was = tw__running;
+    struct tw__stripe *st = tw__stripe_mine(s);
+
+    tw__count(s, st, &st->runs);
+    tw__running = h;
+    tw__cb(s, h)(h, tw__arg(h));
+    tw__running = was;
+    return finish(s, h);
 }
 
 /* h's message onto the cancel queue, in a node of its own (the worker
@@ -288,12 +476,12 @@ static void cancel_pending(struct tw_handle *h, uint32_t w)
     tw__gate_count_cancel(s);
     if (!(w & TW__CQ)) {
         if (__builtin_expect(!send_message(s, h), 0)) {
-            tw__handle_put(h, w, TW__CANCELLED, false); /* TW__CQ clear */
+            put(h, w, TW__CANCELLED, false); /* TW__CQ clear */
             return;
         }
-        tw__worker_notify_reap(s);
+        tw__wake_reap(s);
     }
-    tw__handle_put(h, w | TW__CQ, TW__CANCELLED, false);
+    put(h, w | TW__CQ, TW__CANCELLED, false);
 }
 
 /* PENDING -> CANCELLING with TW__CQ set, in one compare-and-swap. */
@@ -330,13 +518,13 @@ static void drop_caller_held(struct tw_handle *h)
  * does once the timer is DONE. It still takes effect: RUNNING -> LAST_RUN,
  * in which a re-arm (from the callback itself or any thread) answers 0, so
  * a heartbeat that re-arms itself from its callback stops there, and the
- * runner moves LAST_RUN to DONE (worker.c, finish()). Nothing of the
+ * runner moves LAST_RUN to DONE (finish(), below). Nothing of the
  * service is touched (no count, no message): the outcome stays "completed".
  * False, with *w the word found, if the swap lost.
  */
 static bool seal_last_run(struct tw_handle *h, uint32_t *w)
 {
-    return tw__handle_cas(h, w, TW__LAST_RUN, false);
+    return cas(h, w, TW__LAST_RUN, false);
 }
 
 /* tw_handle_cancel(), and with `release` the caller's reference dropped as
@@ -348,6 +536,11 @@ static bool seal_last_run(struct tw_handle *h, uint32_t *w)
  * reads the word. */
 static int cancel(struct tw_handle *h, bool release, uint32_t w)
 {
+    if (__builtin_expect(tw__inherited(h), 0)) { /* fork.c */
+        if (release)
+            tw__handle_unref(h);
+        return -ECHILD;
+    }
     for (;;) {
         switch (tw__st(w)) {
         case TW__PENDING:
@@ -359,11 +552,11 @@ static int cancel(struct tw_handle *h, bool release, uint32_t w)
             }
             break;
         case TW__DISPATCHED: /* the executor lets go of it */
-            if (tw__handle_cas(h, &w, TW__CANCELLING, false)) {
+            if (cas(h, &w, TW__CANCELLING, false)) {
                 tw__gate_count_cancel(tw__svc(h));
                 if (release)
                     drop_caller_held(h);
-                tw__handle_put(h, w, TW__CANCELLED, false);
+                put(h, w, TW__CANCELLED, false);
                 return 1;
             }
             break;
@@ -374,11 +567,11 @@ static int cancel(struct tw_handle *h, bool release, uint32_t w)
                     goto lost;
                 break;
             }
-            if (tw__handle_cas(h, &w, TW__CANCELLING, false)) {
+            if (cas(h, &w, TW__CANCELLING, false)) {
                 tw__gate_count_cancel(tw__svc(h)); /* the runner lets go */
                 if (release)
                     drop_caller_held(h);
-                tw__handle_put(h, w, TW__CANCEL_RUNNING, false);
+                put(h, w, TW__CANCEL_RUNNING, false);
                 return 1;
             }
             break;
@@ -443,7 +636,7 @@ static inline bool cancel_release_fast(struct tw_handle *h, uint32_t *w)
     tw__give_back(s, st);
     tw__ring_push(&r->msgs, h);
     atomic_signal_fence(memory_order_seq_cst); /* see send_message */
-    tw__worker_notify_reap(s);
+    tw__wake_reap(s);
     atomic_store_explicit(&h->word, TW__CQ | TW__CANCELLED,
                           memory_order_release);
     return true;
@@ -491,6 +684,8 @@ TW_PUBLIC int tw_handle_cancel_wait(struct tw_handle *h)
 
     if (!h)
         return -EINVAL;
+    if (tw__inherited(h))
+        return -ECHILD; /* fork.c */
     if (tw__running == h)
         return -EDEADLK;
     /* Whatever the cancel answers, no run starts after it (a running
@@ -524,9 +719,9 @@ static int rearm_earlier(struct tw_handle *h, uint32_t *w, uint64_t deadline)
     if (!(*w & TW__CQ)) {
         if (!send_message(s, h))
             return -ENOMEM;
-        tw__worker_notify_pushed(s, deadline); /* see send_message */
+        tw__wake_pushed(s, deadline); /* see send_message */
     } else {
-        tw__worker_notify(s, deadline);
+        tw__wake_notify(s, deadline);
     }
     *w |= TW__CQ;
     return 0;
@@ -536,6 +731,8 @@ TW_PUBLIC int tw_handle_rearm_at(struct tw_handle *h, uint64_t deadline)
 {
     if (!h)
         return -EINVAL;
+    if (tw__inherited(h))
+        return -ECHILD; /* fork.c */
     for (;;) {
         uint32_t w = tw__handle_settle(h);
         int st = tw__st(w);
@@ -544,7 +741,7 @@ TW_PUBLIC int tw_handle_rearm_at(struct tw_handle *h, uint64_t deadline)
         if (st != TW__PENDING && st != TW__DISPATCHED && st != TW__RUNNING &&
             st != TW__RUN_AGAIN)
             return 0;
-        if (!tw__handle_cas(h, &w, TW__LOCKED, false))
+        if (!cas(h, &w, TW__LOCKED, false))
             continue;
         /* A fixed-rate grid restarted in the past under TW_CATCHUP_ALL
          * starts at its last point before now, as at submit. */
@@ -554,14 +751,14 @@ TW_PUBLIC int tw_handle_rearm_at(struct tw_handle *h, uint64_t deadline)
         if (st == TW__PENDING && deadline < old &&
             rearm_earlier(h, &w, deadline)) {
             /* No message could be sent: as we found it, generation too. */
-            tw__handle_put(h, w, st, false);
+            put(h, w, st, false);
             return -ENOMEM;
         }
         atomic_store_explicit(&h->deadline, deadline, memory_order_relaxed);
-        tw__handle_put(h, w,
-                       st == TW__RUNNING || st == TW__RUN_AGAIN ? TW__RUN_AGAIN
-                                                                : TW__PENDING,
-                       true);
+        put(h, w,
+            st == TW__RUNNING || st == TW__RUN_AGAIN ? TW__RUN_AGAIN
+                                                     : TW__PENDING,
+            true);
         return 1;
     }
 }

@@ -31,10 +31,17 @@
 #include "service.h"
 
 _Atomic(struct tw_service *) tw__registry[TW__SLOTS];
+/* Set in a child of fork() for every slot its parent's services held
+ * (tw__registry_forked()); cleared when a slot is given again. A handle
+ * looks here, by its slot, without reading its service, which may be gone. */
+atomic_bool tw__registry_stale[TW__SLOTS];
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 /* No slot below this one is free (under registry_lock). */
 static unsigned lowest_free = 1;
+/* No slot at or above this one was ever given (under registry_lock, read
+ * without it by a child of fork(), which has only its forking thread). */
+static unsigned highest_given = 1;
 
 /* Give s the lowest free slot; -EAGAIN when every slot is taken. */
 int tw__registry_add(struct tw_service *s)
@@ -44,9 +51,13 @@ int tw__registry_add(struct tw_service *s)
     pthread_mutex_lock(&registry_lock);
     for (unsigned i = lowest_free; i < TW__SLOTS; i++) {
         if (!atomic_load_explicit(&tw__registry[i], memory_order_relaxed)) {
+            atomic_store_explicit(&tw__registry_stale[i], false,
+                                  memory_order_relaxed);
             atomic_store_explicit(&tw__registry[i], s, memory_order_release);
             s->slot = i;
             lowest_free = i + 1;
+            if (i + 1 > highest_given)
+                highest_given = i + 1;
             rc = 0;
             break;
         }
@@ -67,4 +78,24 @@ void tw__registry_remove(struct tw_service *s)
         lowest_free = s->slot;
     pthread_mutex_unlock(&registry_lock);
     s->slot = 0;
+}
+
+/* In a child of fork() (fork.c), alone in the process: every service the
+ * parent had is its copy, without its threads, and perhaps in the middle
+ * of a change a parent thread was making. Mark each: closed to new work
+ * and forked (every call answers -ECHILD), its slot stale. No lock is
+ * taken: a parent thread may have held registry_lock at the fork. */
+void tw__registry_forked(void)
+{
+    for (unsigned i = 1; i < highest_given; i++) {
+        struct tw_service *s =
+            atomic_load_explicit(&tw__registry[i], memory_order_relaxed);
+
+        if (!s)
+            continue;
+        s->forked = true;
+        atomic_store_explicit(&s->closed, true, memory_order_relaxed);
+        atomic_store_explicit(&tw__registry_stale[i], true,
+                              memory_order_relaxed);
+    }
 }

@@ -23,14 +23,13 @@
 #include <string.h>
 
 #include "clock.h"
+#include "reserved.h"
 #include "sat.h"
 #include "service.h"
 
 /* A sanity bound on the pool, far above any useful size; it catches a
  * negative number passed through an unsigned field. */
 #define MAX_EXECUTOR_THREADS 1024u
-
-_Thread_local const struct tw_service *tw__svc_current;
 
 TW_PUBLIC void tw_service_config_init(struct tw_service_config *cfg,
                                       enum tw_mode mode)
@@ -155,9 +154,11 @@ tw_service_create(const struct tw_service_config *cfg, int *err)
     struct tw_service *s = NULL;
     int rc = -EINVAL;
 
-    if (cfg && cfg->executor_threads <= MAX_EXECUTOR_THREADS &&
+    if (cfg && tw__reserved_zero(cfg->reserved) &&
+        cfg->executor_threads <= MAX_EXECUTOR_THREADS &&
         (cfg->catchup == TW_CATCHUP_SKIP || cfg->catchup == TW_CATCHUP_ALL)) {
         tw__gate_init();
+        tw__fork_watch();
         s = new_service();
         rc = s ? start(s, cfg) : -ENOMEM;
         if (rc && s) {
@@ -301,19 +302,12 @@ static void hand_back(struct tw_service *s, struct tw_handle *h,
 static void claim(struct tw_service *s, struct tw_handle *h, tw_handback_fn *fn,
                   void *ctx)
 {
-    for (;;) {
-        uint32_t w = tw__handle_settle(h);
-
-        if (tw__st(w) != TW__PENDING && tw__st(w) != TW__DISPATCHED) {
-            tw__handle_drop(s, h, TW__OUT_CANCELLED);
-            return;
-        }
-        if (tw__handle_cas(h, &w, TW__RETURNED, false)) {
-            hand_back(s, h, fn, ctx);
-            tw__handle_drop(s, h, TW__OUT_RETURNED);
-            return;
-        }
+    if (!tw__handle_claim_return(h)) {
+        tw__handle_drop(s, h, TW__OUT_CANCELLED);
+        return;
     }
+    hand_back(s, h, fn, ctx);
+    tw__handle_drop(s, h, TW__OUT_RETURNED);
 }
 
 static void shut_down(struct tw_service *s, tw_handback_fn *fn, void *ctx)
@@ -324,7 +318,7 @@ static void shut_down(struct tw_service *s, tw_handback_fn *fn, void *ctx)
 
     tw__gate_close(s);
     if (s->worker_alive) {
-        tw__worker_kick(s);
+        tw__wake_kick(s);
         pthread_join(s->worker, NULL);
         s->worker_alive = false;
     }
@@ -346,6 +340,8 @@ TW_PUBLIC int tw_service_stop(struct tw_service *s, tw_handback_fn *fn,
 {
     if (!s)
         return -EINVAL;
+    if (s->forked)
+        return -ECHILD; /* fork.c */
     if (tw__svc_current == s)
         return -EDEADLK;
     pthread_mutex_lock(&s->stop_lock);
@@ -363,6 +359,8 @@ TW_PUBLIC int tw_service_destroy(struct tw_service *s)
 
     if (!s)
         return 0;
+    if (s->forked)
+        return -ECHILD; /* fork.c: at once, nothing freed */
     rc = tw_service_stop(s, NULL, NULL);
     if (!rc)
         free_service(s);

@@ -12,9 +12,16 @@
  *   service_inlines.h  the inline fast paths of schedule, cancel and
  *                      re-arm, grouped by the .c that owns the rest
  *   service.c   create, schedule, stop, destroy, stats
- *   handle.c    handles: reference counts, the state machine, cancel
- *               (cancel() and its fast twin for tw_handle_cancel_release())
- *   worker.c    the worker thread: admit, reap, advance, sleep
+ *   handle.c    handles: reference counts and the state machine, the only
+ *               file that changes a handle's word: cancel (and its fast
+ *               twin for tw_handle_cancel_release()), re-arm, and the
+ *               moves the service's threads ask for (claim a due timer,
+ *               run it and finish it, what a message means, hand-back):
+ *               they act on its answer with the wheel and queues they own
+ *   worker.c    the worker thread: admit, reap, advance, sleep; the wheel
+ *   wake.c      waking the worker (kick, and the look at its sleep)
+ *   thread.c    what the calling thread is to the services (a service's
+ *               own thread; the callback it runs)
  *   backlog.c   how many cancelled handles may wait for the worker's reap:
  *               a bound tied to the pending timers, kept by cancellers
  *   executor.c  the executor pool
@@ -54,7 +61,10 @@
  * TW__CQ, TW__ORPHAN, a generation above, bumped by every re-arm) changes only
  * by compare-and-swap, so every race has a single winner; the generation makes
  * a worker that read a deadline and then claims the timer fail if a re-arm came
- * in between:
+ * in between. Every move is made in handle.c: the worker, the executor and
+ * stop ask it (tw__handle_claim(), tw__handle_run(), tw__handle_take_message(),
+ * tw__handle_claim_return()) and do with the wheel or their queues what the
+ * answer says, so the machine below is read in one file:
  *
  *   PENDING --worker--> RUNNING (no executor) or DISPATCHED (executor)
  *   DISPATCHED --executor--> RUNNING
@@ -100,8 +110,8 @@
  * if the handle is in the wheel (its custody). A handle cancelled while in
  * the wheel needs no swap: only the worker, its holder, could set
  * TW__ORPHAN, and no one moves a CANCELLED word, so the worker clears
- * TW__CQ with a plain store and lets go of it at once (worker.c,
- * take_cancel).
+ * TW__CQ with a plain store and lets go of it at once (handle.c,
+ * tw__handle_take_message()).
  *
  * A re-arm to a later deadline only writes the deadline: when the wheel
  * fires the timer at the old one, the worker sees the new one and puts it

@@ -19,25 +19,35 @@
 
 #include "service_types.h"
 
-/* service.c */
+/* thread.c: what the calling thread is to the services */
 /* The service whose thread (worker, executor, or stop's visitor) this is. */
 extern _Thread_local const struct tw_service *tw__svc_current;
-
-/* handle.c */
 /* The handle whose callback this thread is running, if any. */
 extern _Thread_local const struct tw_handle *tw__running;
+
+/* wake.c: waking the worker (the inline halves are in service_inlines.h) */
+void tw__wake_kick(struct tw_service *s);
+void tw__wake_notify(struct tw_service *s, uint64_t due);
+
+/* handle.c */
 struct tw_handle *tw__handle_new(struct tw_service *s,
                                  const struct tw_timer_spec *spec);
 void tw__handle_ref_unpublished(struct tw_handle *h);
 void tw__handle_unref(struct tw_handle *h);
 void tw__handle_let_go(struct tw_handle *h);
 uint32_t tw__handle_settle(struct tw_handle *h);
-bool tw__handle_held(struct tw_handle *h);
-bool tw__handle_cas(struct tw_handle *h, uint32_t *w, int to, bool bump);
+/* The moves of the service's own threads: they ask, and act on the
+ * answer (handle.c is the only file that changes a handle's word). */
+bool tw__handle_waiting(struct tw_handle *h);
+enum tw__msg tw__handle_take_message(struct tw_handle *h, bool in_wheel);
+void tw__handle_unlinked(struct tw_handle *h);
+enum tw__claim tw__handle_claim(struct tw_handle *h, bool exec,
+                                uint64_t wheel_deadline, bool stopping);
+enum tw__claim tw__handle_claim_dispatched(struct tw_handle *h);
+bool tw__handle_claim_return(struct tw_handle *h);
+bool tw__handle_run(struct tw_service *s, struct tw_handle *h);
 void tw__handle_drop(struct tw_service *s, struct tw_handle *h,
                      enum tw__outcome why);
-uint64_t tw__handle_next_deadline(const struct tw_service *s,
-                                  struct tw_handle *h, uint64_t now);
 void tw__handle_wake(struct tw_handle *h, uint32_t w);
 
 /* wait.c */
@@ -49,13 +59,17 @@ void tw__futex_wake(_Atomic uint32_t *word);
 extern _Atomic(struct tw_service *) tw__registry[TW__SLOTS];
 int tw__registry_add(struct tw_service *s);
 void tw__registry_remove(struct tw_service *s);
+/* fork's child handler: mark every live service forked (fork.c). */
+void tw__registry_forked(void);
+/* The slots a child of fork() inherited (their handles answer -ECHILD). */
+extern atomic_bool tw__registry_stale[TW__SLOTS];
+
+/* fork.c: install the child handler, once (at the first create). */
+void tw__fork_watch(void);
 
 /* worker.c */
 void *tw__worker_main(void *arg);
 void tw__worker_expire(struct tw_timer *t, void *ctx);
-void tw__worker_run(struct tw_service *s, struct tw_handle *h);
-void tw__worker_kick(struct tw_service *s);
-void tw__worker_notify(struct tw_service *s, uint64_t due);
 void tw__worker_reap(struct tw_service *s, bool wait);
 bool tw__worker_admit(struct tw_service *s, size_t max, bool wait);
 
@@ -88,7 +102,7 @@ int tw__gate_reserve_slow(struct tw_service *s, struct tw__stripe *st);
 extern atomic_bool tw__asym;
 bool tw__gate_membarrier(void);
 /* This thread's stripe index + 1 (gate.c); 0: not claimed yet. */
-extern _Thread_local unsigned tw__my_stripe TW__TLS_IE;
+extern _Thread_local unsigned tw__my_stripe;
 
 /* ring.c */
 struct tw__rings *tw__rings_make(struct tw_service *s);

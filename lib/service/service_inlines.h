@@ -72,24 +72,14 @@ static inline enum tw_period tw__kind(const struct tw_handle *h)
     return tw__fixed(h) & TW__HF_FIXED_DELAY ? TW_FIXED_DELAY : TW_FIXED_RATE;
 }
 
-/* The word w moved to state `to`, the generation bumped if bump, the flags
- * (TW__WAITERS, TW__CQ, TW__ORPHAN) kept. */
-static inline uint32_t tw__with(uint32_t w, int to, bool bump)
+/* Whether a canceller or re-armer holds h's word (CANCELLING, LOCKED) at
+ * this instant: the worker puts such a new handle aside instead of
+ * waiting for it (worker.c). A read, inline: on every admission. */
+static inline bool tw__handle_held(struct tw_handle *h)
 {
-    return ((w & ~TW__ST_MASK) + (bump ? TW__GEN_ONE : 0)) | (uint32_t)to;
-}
+    int st = tw__st(atomic_load_explicit(&h->word, memory_order_relaxed));
 
-/* Store state `to` into h, whose word w (LOCKED or CANCELLING) we hold:
- * no one else writes the word meanwhile. A release store (a plain one on
- * x86): those who wait it out (tw__handle_settle) acquire, and
- * cancel-and-wait's sleep hand-shake is with the compare-and-swaps of the
- * moves out of a running state, never with this store. */
-static inline void tw__handle_put(struct tw_handle *h, uint32_t w, int to,
-                                  bool bump)
-{
-    tw__hb_release(h);
-    atomic_store_explicit(&h->word, tw__with(w, to, bump),
-                          memory_order_release);
+    return st == TW__CANCELLING || st == TW__LOCKED;
 }
 
 /* The argument: kept in the core's timer, whose own field it is not, as
@@ -113,6 +103,15 @@ static inline struct tw_service *tw__svc(const struct tw_handle *h)
 {
     return atomic_load_explicit(&tw__registry[tw__fixed(h) >> TW__SLOT_SHIFT],
                                 memory_order_acquire);
+}
+
+/* Whether h belongs to a service a child of fork() inherited (fork.c):
+ * by its slot, without reading the service. */
+static inline bool tw__inherited(const struct tw_handle *h)
+{
+    return atomic_load_explicit(
+        &tw__registry_stale[tw__fixed(h) >> TW__SLOT_SHIFT],
+        memory_order_relaxed);
 }
 
 /* ---- callbacks.c's half ---- */
@@ -250,7 +249,7 @@ static inline struct tw__stripe *tw__gate_enter(struct tw_service *s, int *rc)
     /* A call that sees the gate closed leaves the counts alone, so the
      * calls stop refuses cannot keep it waiting (gate.c, "Bounded"). */
     if (atomic_load_explicit(&s->closed, memory_order_relaxed)) {
-        *rc = -ESHUTDOWN;
+        *rc = s->forked ? -ECHILD : -ESHUTDOWN; /* fork.c */
         return NULL;
     }
     if (!tw__shared(s, st) &&
@@ -262,7 +261,7 @@ static inline struct tw__stripe *tw__gate_enter(struct tw_service *s, int *rc)
     }
     if (atomic_load_explicit(&s->closed, memory_order_seq_cst)) {
         tw__gate_leave(s, st);
-        *rc = -ESHUTDOWN;
+        *rc = s->forked ? -ECHILD : -ESHUTDOWN;
         return NULL;
     }
     *rc = 0;
@@ -304,7 +303,7 @@ static inline struct tw__rings *tw__rings_mine(struct tw_service *s)
     return tw__rings_make(s);
 }
 
-/* ---- worker.c's half: handing it work, waking it ---- */
+/* ---- wake.c's half: waking the worker ---- */
 
 /* After pushing something due at `due`: wake the worker if it would
  * otherwise sleep past due's tick boundary. A timer due within the last tick
@@ -315,12 +314,22 @@ static inline struct tw__rings *tw__rings_mine(struct tw_service *s)
  * orders before this load (worker.c, "Sleeping"; the caller kept the
  * compiler from reordering them), or an exchange with a full barrier
  * (mpsc.h): no fence of our own on the schedule path either way. */
-static inline void tw__worker_notify_pushed(struct tw_service *s, uint64_t due)
+static inline void tw__wake_pushed(struct tw_service *s, uint64_t due)
 {
     if (tw__add_sat(due, s->tick_ns) <=
         atomic_load_explicit(&s->sleep_until, memory_order_relaxed))
-        tw__worker_kick(s);
+        tw__wake_kick(s);
 }
+
+/* After a cancel's message: wake the worker if it sleeps longer than
+ * TW__REAP_NS (worker.c). Inline: on every cancel. */
+static inline void tw__wake_reap(struct tw_service *s)
+{
+    if (atomic_load_explicit(&s->reap_wake, memory_order_relaxed))
+        tw__wake_kick(s);
+}
+
+/* ---- worker.c's half: handing it work ---- */
 
 /* Give custody of h to the worker: push it into this thread's ring, or
  * onto the new queue (ring.c says when). */
@@ -332,21 +341,12 @@ static inline void tw__worker_post(struct tw_service *s, struct tw_handle *h)
     if (r && __builtin_expect(r->fresh.used == TW__BLOCK_SLOTS, 0))
         tw__backlog_schedule(s, r); /* once a block: backlog.c */
     if (r && tw__ring_push(&r->fresh, h)) {
-        atomic_signal_fence(memory_order_seq_cst); /* see notify_pushed */
+        atomic_signal_fence(memory_order_seq_cst); /* see tw__wake_pushed */
     } else {
         tw__backlog_schedule_queue(s);
-        atomic_fetch_add_explicit(&s->newq_in, 1, memory_order_relaxed);
         tw__mpsc_push(&s->newq, &h->qnode);
     }
-    tw__worker_notify_pushed(s, due);
-}
-
-/* After a cancel's message: wake the worker if it sleeps longer than
- * TW__REAP_NS (worker.c). Inline: on every cancel. */
-static inline void tw__worker_notify_reap(struct tw_service *s)
-{
-    if (atomic_load_explicit(&s->reap_wake, memory_order_relaxed))
-        tw__worker_kick(s);
+    tw__wake_pushed(s, due);
 }
 
 /* A singly linked FIFO of handles out of the wheel (struct tw__hlist): the

@@ -50,7 +50,8 @@ enum tw__hstate {
  * cancelq: out of memory) clears it again in its store of CANCELLED, which
  * no one can see before (handle.c). Cleared by the worker when it takes
  * the message: by compare-and-swap, or by a plain store for a timer
- * cancelled in the wheel, whose word no one else moves (take_cancel). */
+ * cancelled in the wheel, whose word no one else moves
+ * (tw__handle_take_message). */
 #define TW__CQ 0x20u
 /* The service let go of the handle while TW__CQ was set: the worker drops
  * the service's reference when it takes the message (service.h, "Custody"). */
@@ -65,6 +66,22 @@ enum tw__outcome {
 };
 
 struct tw_service;
+
+/* What a message means to the worker (handle.c, tw__handle_take_message):
+ * unlink the cancelled timer, move the re-armed one, or nothing. */
+enum tw__msg {
+    TW__MSG_NONE,
+    TW__MSG_UNLINK,
+    TW__MSG_MOVE,
+};
+
+/* The answer to a service thread's claim of a due or queued handle
+ * (handle.c): run it, put it back (later), or let go of it (gone). */
+enum tw__claim {
+    TW__CLAIM_WON,
+    TW__CLAIM_LATER,
+    TW__CLAIM_GONE,
+};
 
 /*
  * A handle is one allocation: struct tw_handle, followed by a struct
@@ -259,6 +276,7 @@ struct tw_service {
     unsigned slot; /* in the registry: its handles' way back to it */
     /* Read by every producer, written rarely. */
     atomic_bool closed; /* stop has begun: the gate refuses */
+    bool forked;        /* a child of fork() inherited it: -ECHILD (fork.c) */
     atomic_bool behind; /* the worker is more than max_lag behind: refuse */
     enum tw_mode mode;
     enum tw_catchup catchup;
@@ -286,10 +304,6 @@ struct tw_service {
     atomic_size_t newq_out;
     atomic_bool hinted; /* a re-arm to an earlier deadline sent a message */
     struct tw__mpsc newq;
-    /* Handles pushed onto newq: counted by the pushers (threads without a
-     * ring, the executor's hand-backs), so that a canceller without a ring
-     * sees how many wait for admission there (backlog.c). */
-    _Alignas(TW__CACHE_LINE) atomic_size_t newq_in;
     struct tw__mpsc cancelq;                    /* struct tw__qmsg nodes */
     struct tw__stripe stripes[TW__STRIPES + 1]; /* the last: shared */
     /* Each owned stripe's rings (ring.c), made by its owner at its first
@@ -333,14 +347,5 @@ struct tw_service {
 
 /* callbacks.c: slots a callback may take, from its first. */
 #define TW__CB_PROBE 16
-
-/* Initial-exec TLS: one load off %fs instead of a call to __tls_get_addr
- * on every schedule and cancel (a few bytes of the static TLS surplus when
- * the library is loaded with dlopen). */
-#if defined(__GNUC__)
-#define TW__TLS_IE __attribute__((tls_model("initial-exec")))
-#else
-#define TW__TLS_IE
-#endif
 
 #endif /* TW_SERVICE_TYPES_H */

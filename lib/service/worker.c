@@ -81,84 +81,20 @@ static struct tw_handle *of_qmsg(struct cds_wfcq_node *n)
     return h;
 }
 
-void tw__worker_kick(struct tw_service *s)
-{
-    pthread_mutex_lock(&s->lock);
-    s->kicked = true;
-    pthread_cond_signal(&s->wake);
-    pthread_mutex_unlock(&s->lock);
-}
-
-/* As tw__worker_notify_pushed(), when nothing was pushed just before: the
- * barrier is liburcu's, one GCC's ThreadSanitizer accepts (it refuses
- * atomic_thread_fence). */
-void tw__worker_notify(struct tw_service *s, uint64_t due)
-{
-    cmm_smp_mb();
-    tw__worker_notify_pushed(s, due);
-}
-
-/* After pushing a cancel message: wake the worker only if it sleeps longer
- * than TW__REAP_NS (it said so when it went to sleep), so a canceller reads
- * no clock. */
-
-/*
- * The commonest message: h was cancelled while in the wheel, its word w
- * (settled). Nothing but us moves that word any more: CANCELLED is final
- * to every cancel and re-arm, and only the one who holds h lets go of it
- * (the swap that sets TW__ORPHAN), which for a timer in the wheel is us.
- * So TW__CQ is cleared with a plain store, not the compare-and-swap of
- * take_message(): a locked instruction waits for every store before it to
- * reach the cache, here the previous message's unlink, which writes two
- * neighbours in the wheel that no cache holds, and the swap held 97 % of
- * take_message's time in a cancel burst (perf; docs/service.md). With
- * TW__CQ cleared and no TW__ORPHAN, tw__handle_drop() would only call the
- * release hook and drop the service's reference after reading the word
- * again: that is done here, 14 instructions fewer a message.
- */
-static void take_cancel(struct tw_service *s, struct tw_handle *h, uint32_t w)
-{
-    tw_release_fn *release = tw__release(h);
-
-    tw__handle_put(h, w & ~TW__CQ, TW__CANCELLED, false);
-    tw_cancel(s->wheel, &h->timer);
-    if (release)
-        release(tw__arg(h));
-    tw__handle_unref(h);
-}
-
-/* A message about h, which is ours if it is still in the wheel: unlink it
- * if cancelled, move it if re-armed earlier. Anywhere else, whoever holds it
- * sees the state and the deadline for itself, and may free it as soon as
- * our swap has cleared TW__CQ: we touch it afterwards only if it is in the
- * wheel, or if its holder let go of it before (TW__ORPHAN: we drop the
- * service's reference in its place). */
+/* A message about h, which is ours if it is still in the wheel: handle.c
+ * says what it means (and clears TW__CQ), we unlink or move the timer. */
 static void take_message(struct tw_service *s, struct tw_handle *h)
 {
-    uint32_t w = tw__handle_settle(h);
-    bool in_wheel = tw_timer_pending(&h->timer); /* only we change it */
-
-    if (in_wheel && tw__st(w) == TW__CANCELLED) {
-        take_cancel(s, h, w);
-        return;
-    }
-    /* Clear TW__CQ in the word we act on: a cancel or re-arm after this
-     * sends a message of its own. */
-    tw__hb_release(h);
-    while (!atomic_compare_exchange_weak_explicit(
-        &h->word, &w, w & ~(TW__CQ | TW__ORPHAN), memory_order_acq_rel,
-        memory_order_acquire))
-        w = tw__handle_settle(h);
-    tw__hb_acquire(h);
-    if (w & TW__ORPHAN) {
-        tw__handle_unref(h);
-    } else if (in_wheel) {
-        if (tw__st(w) == TW__CANCELLED) {
-            tw_cancel(s->wheel, &h->timer);
-            tw__handle_drop(s, h, TW__OUT_CANCELLED);
-        } else if (tw__deadline(h) < tw_timer_deadline(&h->timer)) {
-            tw_rearm(s->wheel, &h->timer, tw__deadline(h));
-        }
+    switch (tw__handle_take_message(h, tw_timer_pending(&h->timer))) {
+    case TW__MSG_UNLINK:
+        tw_cancel(s->wheel, &h->timer);
+        tw__handle_unlinked(h);
+        break;
+    case TW__MSG_MOVE:
+        tw_rearm(s->wheel, &h->timer, tw__deadline(h));
+        break;
+    case TW__MSG_NONE:
+        break;
     }
 }
 
@@ -210,7 +146,7 @@ void tw__worker_reap(struct tw_service *s, bool wait)
 /* New h into the wheel, or let go of if it was cancelled on the way. */
 static void admit_one(struct tw_service *s, struct tw_handle *h)
 {
-    if (tw__st(tw__handle_settle(h)) == TW__PENDING)
+    if (tw__handle_waiting(h))
         tw_schedule(s->wheel, &h->timer, tw__deadline(h));
     else
         tw__handle_drop(s, h, TW__OUT_CANCELLED);
@@ -275,99 +211,39 @@ bool tw__worker_admit(struct tw_service *s, size_t max, bool wait)
     return left || s->held.n || i + q >= max;
 }
 
-/* Periodic or re-armed h is pending again at its deadline: back into the
- * wheel if we are the worker, else through the new queue. */
-static void requeue(struct tw_service *s, struct tw_handle *h)
+/* Run h's callback here (no executor): handle.c moves its word; a
+ * periodic or re-armed timer goes back into the wheel. */
+static void run_here(struct tw_service *s, struct tw_handle *h)
 {
-    if (s->exec.nthreads == 0)
+    if (tw__handle_run(s, h))
         tw_schedule(s->wheel, &h->timer, tw__deadline(h));
-    else
-        tw__worker_post(s, h);
-}
-
-/* After a callback returned: a one-shot timer is done; a periodic or
- * re-armed one is pending again at its next deadline; a cancelled one is
- * let go of. Any cancel-and-wait is woken once h has left RUNNING. */
-static void finish(struct tw_service *s, struct tw_handle *h)
-{
-    for (;;) {
-        uint32_t w = tw__handle_settle(h);
-
-        switch (tw__st(w)) {
-        case TW__CANCEL_RUNNING:
-            if (!tw__handle_cas(h, &w, TW__CANCELLED, false))
-                continue;
-            tw__handle_wake(h, w);
-            tw__handle_drop(s, h, TW__OUT_CANCELLED);
-            return;
-        case TW__RUN_AGAIN:
-            if (!tw__handle_cas(h, &w, TW__PENDING, true))
-                continue;
-            break;
-        default: /* TW__RUNNING, or TW__LAST_RUN: a one-shot sealed by a
-                  * cancel during this run, done all the same */
-            if (tw__st(w) == TW__LAST_RUN || !tw__period(h)) {
-                if (!tw__handle_cas(h, &w, TW__DONE, false))
-                    continue;
-                tw__handle_wake(h, w);
-                tw__handle_drop(s, h, TW__OUT_COMPLETED);
-                return;
-            }
-            if (!tw__handle_cas(h, &w, TW__LOCKED, false))
-                continue;
-            atomic_store_explicit(&h->deadline,
-                                  tw__handle_next_deadline(s, h, tw__mono_ns()),
-                                  memory_order_relaxed);
-            tw__handle_put(h, w, TW__PENDING, true);
-            break;
-        }
-        tw__handle_wake(h, w);
-        requeue(s, h);
-        return;
-    }
-}
-
-void tw__worker_run(struct tw_service *s, struct tw_handle *h)
-{
-    const struct tw_handle *was = tw__running;
-    struct tw__stripe *st = tw__stripe_mine(s);
-
-    tw__count(s, st, &st->runs);
-    tw__running = h;
-    tw__cb(s, h)(h, tw__arg(h));
-    tw__running = was;
-    finish(s, h);
 }
 
 /* The wheel's expiry function (ctx: the service), called for every due
  * timer instead of the timer's cb, a field of ours: h has left the
  * wheel, and until it goes back in, its timer's deadline field is ours
- * (service.h), read here before anything overwrites it. */
+ * (service.h), read here before anything overwrites it. handle.c decides
+ * (tw__handle_claim()); we act on the answer. */
 void tw__worker_expire(struct tw_timer *t, void *ctx)
 {
     struct tw_handle *h = TW_CONTAINER_OF(t, struct tw_handle, timer);
     struct tw_service *s = ctx;
-    int to = s->exec.nthreads ? TW__DISPATCHED : TW__RUNNING;
+    bool exec = s->exec.nthreads != 0;
 
-    for (;;) {
-        uint32_t w = tw__handle_settle(h);
-        uint64_t due = tw__deadline(h);
-
-        if (tw__st(w) != TW__PENDING) { /* cancelled, message or not */
-            tw__handle_drop(s, h, TW__OUT_CANCELLED);
-            return;
-        }
-        if (tw__stopping(s) || due > tw_timer_deadline(t)) {
-            tw_schedule(s->wheel, t, due); /* to hand back, or re-armed */
-            return;
-        }
-        if (tw__handle_cas(h, &w, to, false))
-            break;
+    switch (tw__handle_claim(h, exec, tw_timer_deadline(t), tw__stopping(s))) {
+    case TW__CLAIM_GONE:
+        tw__handle_drop(s, h, TW__OUT_CANCELLED);
+        return;
+    case TW__CLAIM_LATER: /* to hand back, or re-armed */
+        tw_schedule(s->wheel, t, tw__deadline(h));
+        return;
+    case TW__CLAIM_WON:
+        break;
     }
-    if (to == TW__DISPATCHED)
+    if (exec)
         tw__hlist_push(&s->batch, h);
     else
-        tw__worker_run(s, h);
+        run_here(s, h);
 }
 
 /* The first tick boundary after now. */

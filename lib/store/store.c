@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "reserved.h"
 #include "store.h"
 
 /* The store whose worker this thread is, if any: set by the worker itself,
@@ -48,7 +49,8 @@ void tw_store_config_init(struct tw_store_config *cfg)
 static bool config_ok(const struct tw_store_config *c)
 {
     return c && !c->deliver == c->polled && c->commit_ns && c->commit_ops &&
-           c->window_ns && c->window_max >= 16 && c->queue_max;
+           c->window_ns && c->window_max >= 16 && c->queue_max &&
+           tw__reserved_zero(c->reserved);
 }
 
 /* Under s->mu: must the queue's batch be committed now? */
