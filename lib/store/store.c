@@ -124,13 +124,15 @@ static void *worker_main(void *arg)
     pthread_mutex_lock(&s->mu);
     while (!(s->closing && s->qlen == 0)) {
         uint64_t wait;
+        int err;
 
         if (batch_ready(s, tw__mono_ns())) {
             commit_one(s);
             continue;
         }
+        err = s->err; /* tw_store_fence() sets it from any thread */
         pthread_mutex_unlock(&s->mu);
-        wait = s->err ? UINT64_MAX : tw__repl_step(s); /* replication */
+        wait = err ? UINT64_MAX : tw__repl_step(s); /* replication */
         pthread_mutex_lock(&s->mu);
         if (!batch_ready(s, tw__mono_ns()) && !s->closing)
             sleep_until_work(s, wait);

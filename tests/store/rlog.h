@@ -57,6 +57,14 @@ static inline int rlog_fn(struct tw_store *s, const struct tw_store_log_rec *h,
     return rc;
 }
 
+/* From now on log() returns rc (0: takes records again). */
+static inline void rlog_fail(struct rlog *l, int rc)
+{
+    pthread_mutex_lock(&l->mu);
+    l->fail = rc;
+    pthread_mutex_unlock(&l->mu);
+}
+
 static inline size_t rlog_count(struct rlog *l)
 {
     size_t n;

@@ -69,6 +69,22 @@ Test(store_alloc, every_block_through_the_hook_and_back)
                  "a block given back with another size");
 }
 
+/* A store opened on d, or NULL and the open's error in last_err. */
+static int last_err;
+
+static struct tw_store *st_open_err(const char *d)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s;
+
+    tw_store_config_init(&cfg);
+    cfg.deliver = st_deliver;
+    cfg.deliver_arg = &rec;
+    last_err = 1;
+    s = tw_store_open(d, &cfg, &last_err);
+    return s;
+}
+
 static int open_close(void *ctx)
 {
     struct tw_store_config cfg;
@@ -99,4 +115,36 @@ Test(store_alloc, every_allocation_of_an_open_failing_in_turn)
     cr_assert_eq(alloc_live(), 0, "%lu blocks held", alloc_live());
     cr_assert_eq(atomic_load(&alloc_log.bad_frees), 0);
     cr_assert_geq(st_on_disk(dir), 1);
+}
+
+/* The same for a store made anew (the marker, the witness, the database
+ * created: a fresh directory each try) and for a scan of an existing one. */
+static int fresh_open_close(void *ctx)
+{
+    char sub[96];
+    int *n = ctx;
+
+    snprintf(sub, sizeof sub, "%s/new%d", dir, (*n)++);
+    struct tw_store *s = st_open_err(sub);
+
+    return s ? tw_store_close(s) : last_err;
+}
+
+static int scan_once(void *ctx)
+{
+    int64_t n = 0, rc = tw_store_scan(dir, st_count_visit, &n);
+
+    (void)ctx;
+    return rc < 0 ? (int)rc : 0;
+}
+
+Test(store_alloc, every_allocation_of_a_new_store_and_a_scan_failing_in_turn)
+{
+    int n = 0;
+
+    alloc_install(false);
+    cr_assert_eq(open_close(NULL), 0); /* dir a store: new ones inside */
+    cr_assert_gt(alloc_fail_each(fresh_open_close, &n), 4);
+    cr_assert_gt(alloc_fail_each(scan_once, NULL), 2);
+    cr_assert_eq(alloc_live(), 0, "%lu blocks held", alloc_live());
 }

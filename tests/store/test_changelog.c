@@ -213,7 +213,7 @@ Test(store_changelog, log_error_fails_the_batch_and_the_store)
     cr_assert_eq(tw_store_schedule_durable(
                      s, st_real() + UINT64_C(3600000000000), "ok", 2, NULL),
                  0);
-    lg.fail = -EIO;
+    rlog_fail(&lg, -EIO);
     cr_assert_eq(tw_store_schedule_durable(
                      s, st_real() + UINT64_C(3600000000000), "no", 2, NULL),
                  -EIO);
@@ -268,7 +268,7 @@ Test(store_changelog, log_refusing_as_stale_fences)
 
     rlog_cfg(&cfg, &lg);
     s = st_open_cfg(dir, &rec, &cfg);
-    lg.fail = -ESTALE;
+    rlog_fail(&lg, -ESTALE);
     cr_assert_eq(tw_store_schedule_durable(s, st_real(), "s", 1, NULL),
                  -ESTALE);
     st_sleep_ms(200);

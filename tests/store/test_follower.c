@@ -382,9 +382,7 @@ Test(store_promote, stale_leader_with_an_expired_lease_delivers_nothing)
     cr_assert_eq(st_wait(&lrec, &lrec.n, 1, 5000), 1);
     /* The log stops confirming (as a paused leader finds after a
      * promotion): the lease runs out, deliveries stop. */
-    pthread_mutex_lock(&lg.mu);
-    lg.fail = -ETIMEDOUT;
-    pthread_mutex_unlock(&lg.mu);
+    rlog_fail(&lg, -ETIMEDOUT);
     st_sleep_ms(250);
     cr_assert_eq(tw_store_schedule_at(l, st_real(), "b", 1, NULL, NULL, NULL),
                  -ETIMEDOUT);
@@ -402,12 +400,12 @@ Test(store_promote, bad_promotions)
     workload(l, 1, 20);
     rlog_apply(&lg, f, 0, rlog_count(&lg));
     cr_assert_eq(tw_store_promote(f, 1), -ESTALE); /* not above epoch 1 */
-    lg2.fail = -EIO;
+    rlog_fail(&lg2, -EIO);
     cr_assert_eq(tw_store_promote(f, 3), -EIO);
     cr_assert_eq(tw_store_replica_info(f, &ri), 0);
     cr_assert(!ri.leader);
     cr_assert_eq(ri.epoch, 1);
-    lg2.fail = 0;
+    rlog_fail(&lg2, 0);
     cr_assert_eq(tw_store_promote(f, 3), 0);
     cr_assert_eq(tw_store_replica_info(f, &ri), 0);
     cr_assert(ri.leader);
