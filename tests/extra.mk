@@ -17,6 +17,7 @@
 #                     tests/) call into each other, read from their objects
 #                     by tests/circles.sh; pairs judged inherent to a
 #                     protocol are in tests/circles.allow with their reason
+#                     (and no name defined by two layers)
 
 .PHONY: fuzz fuzz-run fuzz-merge coverage coverage-run soak soak-run \
         memcheck memcheck-run circles circles-run
@@ -44,6 +45,15 @@ circles: deps
 circles-run: lib $(BENCH_BIN) $(SVC_BENCH_BIN) $(TEST_OBJ)
 	sh tests/circles.sh -a tests/circles.allow \
 	    $(foreach k,$(CIRCLES_KNOWN),-k $(k)) $(CIRCLE_ROOMS)
+	@# One definition per internal name across the layers: a program that
+	@# links the static archives gets only the first of two (the store's
+	@# tw__fork_watch() once answered the service's calls, and a child of
+	@# fork() saw its service as live).
+	@dup=$$(for l in $(LAYERS); do nm $(B)/lib/$$l/*.o | \
+	    awk -v l=$$l '$$2 ~ /^[TDBR]$$/ {print $$3, l}'; done | \
+	    sort | awk '$$1 == p {print $$1 " (" pl ", " $$2 ")"} {p = $$1; pl = $$2}'); \
+	if [ -n "$$dup" ]; then echo "symbols: defined in two layers: $$dup"; exit 1; fi; \
+	echo "symbols: every external name of lib/ defined once"
 
 # ---- fuzzing ---------------------------------------------------------------
 

@@ -33,7 +33,7 @@ static void watch(void)
     pthread_atfork(NULL, NULL, in_child);
 }
 
-unsigned tw__fork_watch(void)
+unsigned tw__store_fork_watch(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
 

@@ -269,7 +269,7 @@ struct tw_store *tw_store_open(const char *dir,
         return NULL;
     }
     s->cfg = *cfg;
-    s->fork_gen = tw__fork_watch();
+    s->fork_gen = tw__store_fork_watch();
     s->lockfd = -1;
     s->evfd = -1;
     s->witness.fd = -1;

@@ -293,7 +293,7 @@ bool tw__on_worker(const struct tw_store *s);
 /* fork.c: the fork generation now (watching for forks from the first
  * call on); a store notes it at its open. */
 extern _Atomic unsigned tw__fork_gen;
-unsigned tw__fork_watch(void);
+unsigned tw__store_fork_watch(void);
 
 /* Is this a child of fork() holding its parent's store? */
 static inline bool tw__forked(const struct tw_store *s)
