@@ -387,13 +387,14 @@ static void fail(struct tw_store *s, int rc)
     pthread_mutex_unlock(&s->mu);
 }
 
-uint64_t tw__repl_step(struct tw_store *s)
+bool tw__repl_step(struct tw_store *s, uint64_t *wait)
 {
     struct tw__repl *r = &s->repl;
-    uint64_t wait = UINT64_MAX, now, step;
+    uint64_t now;
 
+    *wait = UINT64_MAX;
     if (atomic_load(&r->follower))
-        return UINT64_MAX; /* delivers nothing; promotion wakes it */
+        return false; /* delivers nothing; promotion wakes it */
     if (r->on && s->cfg.log) {
         now = tw__mono_ns();
         if (now - r->last_mark >= r->watermark_ns) {
@@ -402,13 +403,12 @@ uint64_t tw__repl_step(struct tw_store *s)
             r->last_mark = now;
             if (rc != 0) {
                 fail(s, rc);
-                return UINT64_MAX;
+                return false;
             }
         }
-        wait = r->last_mark + r->watermark_ns - now;
+        *wait = r->last_mark + r->watermark_ns - now;
     }
-    step = tw__window_step(s);
-    return step < wait ? step : wait;
+    return true;
 }
 
 bool tw__repl_may_deliver(struct tw_store *s)

@@ -69,9 +69,11 @@ int tw__repl_refuse(const struct tw_store *s);
 void tw__repl_resolve(struct tw_store *s, const struct tw__op *ops, size_t n);
 int tw__repl_commit(struct tw_store *s, const struct tw__op *ops, size_t n);
 
-/* store.c, the worker's turn: nothing on a follower; the heartbeat, then
- * the window (tw__window_step()). The ns it may sleep. */
-uint64_t tw__repl_step(struct tw_store *s);
+/* store.c, the worker's turn before the window's: the heartbeat. False
+ * when the window must not step (a follower delivers nothing, a failed
+ * heartbeat failed the store); else *wait is the ns until the next
+ * heartbeat (UINT64_MAX without one). */
+bool tw__repl_step(struct tw_store *s, uint64_t *wait);
 
 /* window.c: may the leader deliver now (its lease holds)? */
 bool tw__repl_may_deliver(struct tw_store *s);

@@ -116,6 +116,19 @@ static void sleep_until_work(struct tw_store *s, uint64_t wait)
     pthread_cond_timedwait(&s->work_cv, &s->mu, &ts);
 }
 
+/* The worker's turn when no batch is ready: replication's heartbeat
+ * (changelog.c), then the window's deliveries and loads (window.c); the ns
+ * it may sleep. Composed here so that neither file calls the other. */
+static uint64_t worker_step(struct tw_store *s)
+{
+    uint64_t wait, step;
+
+    if (!tw__repl_step(s, &wait))
+        return UINT64_MAX;
+    step = tw__window_step(s);
+    return step < wait ? step : wait;
+}
+
 static void *worker_main(void *arg)
 {
     struct tw_store *s = arg;
@@ -132,7 +145,7 @@ static void *worker_main(void *arg)
         }
         err = s->err; /* tw_store_fence() sets it from any thread */
         pthread_mutex_unlock(&s->mu);
-        wait = err ? UINT64_MAX : tw__repl_step(s); /* replication */
+        wait = err ? UINT64_MAX : worker_step(s);
         pthread_mutex_lock(&s->mu);
         if (!batch_ready(s, tw__mono_ns()) && !s->closing)
             sleep_until_work(s, wait);
