@@ -41,13 +41,28 @@ WARN := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
 SANFLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer \
             -fno-sanitize-recover=all,)
 ALLOCDEF := $(if $(filter libc,$(ALLOC)),-DTW_ALLOC_LIBC,)
-ALLOCLIB := $(if $(filter libc,$(ALLOC)),,-ljemalloc)
+# The library's own jemalloc (lib/core/jemalloc.c, tools/jemalloc.sh):
+# Debian's source package, built once per BUILD folder (every variant
+# links the same archive), its symbols hidden and prefixed tw_je_, linked
+# into the core's library alone. Nothing of it is a link flag of a program.
+JE_SRC := $(BUILD)/jemalloc-src
+JE_OBJ := $(BUILD)/jemalloc
+JE_A := $(JE_OBJ)/lib/libjemalloc_pic.a
+JE_H := $(JE_OBJ)/include/jemalloc/jemalloc.h
+JE_INC := $(if $(filter libc,$(ALLOC)),,-I$(JE_OBJ)/include)
+JE_LINK := $(if $(filter libc,$(ALLOC)),,$(JE_A))
+# Thread-locals in the default TLS model, which never stops a dlopen()
+# (initial-exec needs static TLS space a library loaded later may not
+# find); with TLS descriptors (x86) a library loaded at start-up reads them
+# at about initial-exec's cost. Not under the sanitizers, whose runtimes
+# find a thread's TLS by the classic model.
+TLSFLAGS := $(if $(SAN),,$(if $(filter x86_64 i%86,$(shell uname -m)),-mtls-dialect=gnu2,))
 # lib/common/: the layers' shared private toolbox (header-only, never
 # installed), reachable from every layer's files and the tests.
 CPPFLAGS_COMMON := -Ilib/common
 CPPFLAGS_LIB := -Iinclude $(CPPFLAGS_COMMON) -DTW_BUILDING \
-                -D_POSIX_C_SOURCE=200809L $(ALLOCDEF)
-CFLAGS_LIB := $(WARN) $(OPT) $(SANFLAGS) -fPIC -fvisibility=hidden
+                -D_POSIX_C_SOURCE=200809L $(ALLOCDEF) $(JE_INC)
+CFLAGS_LIB := $(WARN) $(OPT) $(SANFLAGS) $(TLSFLAGS) -fPIC -fvisibility=hidden
 
 # The layers' rules come first; plain make still means all.
 .DEFAULT_GOAL := all
@@ -59,10 +74,11 @@ CFLAGS_LIB := $(WARN) $(OPT) $(SANFLAGS) -fPIC -fvisibility=hidden
 LAYERS := core service $(foreach l,loop purgatory store,$(if $(wildcard lib/$(l)/*.c),$(l)))
 NAME_core := timewheel
 NEEDS_core :=
-EXT_core := $(ALLOCLIB)
+# jemalloc's own needs (its threads; libm for its statistics' figures)
+EXT_core := -lpthread -lm
 NAME_service := timewheel-service
 NEEDS_service := core
-EXT_service := -lurcu-common -lpthread
+EXT_service := -lurcu-common -lpthread -lm
 NAME_loop := timewheel-loop
 NEEDS_loop := core
 EXT_loop :=
@@ -76,7 +92,15 @@ NEEDS_store := core
 # libtimewheel-store.so (docs/examples/broker_delayed.c) aborted in RocksDB's
 # initialisation ("free(): invalid pointer"): the dynamic linker bound
 # RocksDB's operator new to jemalloc's and its free() to the C library's.
-EXT_store := -lrocksdb -Wl,--no-as-needed,-lstdc++ -lpthread
+EXT_store := -lrocksdb -Wl,--no-as-needed,-lstdc++ -lpthread -lm
+# What librocksdb.a itself needs, for a static link (pkg-config --static):
+# Debian's RocksDB is built with these compressors.
+STATIC_store := -lsnappy -lgflags -lz -lbz2 -llz4 -lzstd -ldl
+# A layer's needs in a static link (Libs.private): its EXT_ and STATIC_
+# flags; the store's in link order (RocksDB, its compressors, then the C++
+# runtime they all need).
+PRIV = $(if $(PRIV_$(1)),$(PRIV_$(1)),$(EXT_$(1)) $(STATIC_$(1)))
+PRIV_store := -lrocksdb $(STATIC_store) -lstdc++ -lpthread -lm
 DESC_core := hierarchical and hashed timing wheels for C
 DESC_service := a thread-safe timer service over timewheel
 DESC_loop := helpers to drive timewheel from an event loop
@@ -87,6 +111,30 @@ DESC_store := delayed messages that survive a crash, over timewheel and RocksDB
 # a .d file beside the object, and an empty rule per header so that a
 # deleted header does not stop the build); the .d files are read at the end.
 DEPFLAGS = -MMD -MP
+
+# The core's library holds the private jemalloc (JE_A), all of it hidden
+# (--exclude-libs: no symbol of the archive exported, whatever its
+# visibility). It is never unloaded (-z nodelete): jemalloc keeps state a
+# dlclose() cannot take back (a thread-specific key whose destructor is its
+# code, its arenas' memory), so a dlclose() of the core leaves it mapped
+# and the next dlopen() finds the same instance (docs/embedding.md,
+# "dlclose"). The other layers unload normally.
+PRIVATE_A_core := $(JE_LINK)
+SO_FLAGS_core := $(if $(JE_LINK),-Wl$(comma)--exclude-libs$(comma)ALL -Wl$(comma)-z$(comma)nodelete,)
+# libtimewheel.a holds the private jemalloc's objects too, so that a static
+# link needs no archive of ours but the layers'. ar cannot add one archive
+# to another; each object is added from a copy extracted once.
+merge_archive = rm -rf $(1).x && mkdir -p $(1).x && cd $(1).x && ar x $(abspath $(2)) && \
+	ar rs $(abspath $(1)) *.o >/dev/null && cd - >/dev/null && rm -rf $(1).x
+
+$(JE_A) $(JE_H) &: tools/jemalloc.sh
+	sh tools/jemalloc.sh $(JE_SRC) $(JE_OBJ)
+	touch $(JE_A) $(JE_H)
+
+# The version in the installed files' names (libtimewheel.so.0.1.0), from
+# the core's header; the soname carries the major number alone.
+SO_VERSION := $(shell sed -n 's/^\#define TW_VERSION_STRING "\(.*\)"/\1/p' include/timewheel/core.h)
+SO_MAJOR := $(firstword $(subst ., ,$(SO_VERSION)))
 
 # Each shared library finds the layers below it in its own folder ($ORIGIN),
 # wherever they are installed: a program that links only the purgatory then
@@ -102,18 +150,19 @@ SRC_$(1) := $$(sort $$(wildcard lib/$(1)/*.c))
 OBJ_$(1) := $$(patsubst lib/%.c,$$(B)/lib/%.o,$$(SRC_$(1)))
 A_$(1) := $$(B)/lib$$(NAME_$(1)).a
 SO_$(1) := $$(B)/lib$$(NAME_$(1)).so
-$$(A_$(1)): $$(OBJ_$(1))
+$$(A_$(1)): $$(OBJ_$(1)) $$(PRIVATE_A_$(1))
 	rm -f $$@
-	ar rcs $$@ $$^
+	ar rcs $$@ $$(OBJ_$(1))
+	$$(if $$(PRIVATE_A_$(1)),$$(call merge_archive,$$@,$$(PRIVATE_A_$(1))))
 # The Makefile too: a change of the link flags (SO_RUNPATH) relinks.
-$$(SO_$(1)): $$(OBJ_$(1)) $$(foreach n,$$(NEEDS_$(1)),$$(SO_$$(n))) Makefile
-	$$(CC) -shared $$(SANFLAGS) -Wl,-soname,lib$$(NAME_$(1)).so.0 -o $$@ \
-	    $$(OBJ_$(1)) -L$$(B) $$(foreach n,$$(NEEDS_$(1)),-l$$(NAME_$$(n))) \
-	    $$(EXT_$(1)) $$(SO_RUNPATH)
+$$(SO_$(1)): $$(OBJ_$(1)) $$(PRIVATE_A_$(1)) $$(foreach n,$$(NEEDS_$(1)),$$(SO_$$(n))) Makefile
+	$$(CC) -shared $$(SANFLAGS) -Wl,-soname,lib$$(NAME_$(1)).so.$$(SO_MAJOR) -o $$@ \
+	    $$(OBJ_$(1)) $$(PRIVATE_A_$(1)) $$(SO_FLAGS_$(1)) -L$$(B) \
+	    $$(foreach n,$$(NEEDS_$(1)),-l$$(NAME_$$(n))) \
+	    $$(EXT_$(1)) $$(SO_RUNPATH) $$(if $$(SAN),,-Wl$$(comma)-z$$(comma)defs)
 endef
 $(foreach l,$(LAYERS),$(eval $(call layer_rules,$(l))))
-
-$(B)/lib/%.o: lib/%.c
+$(B)/lib/%.o: lib/%.c | $(if $(JE_LINK),$(JE_H))
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS_LIB) -I$(<D) $(CFLAGS_LIB) $(DEPFLAGS) -c $< -o $@
 
@@ -138,18 +187,22 @@ TEST_SRC := $(sort $(wildcard tests/*/test_*.c)) tests/model.c tests/util.c
 TEST_OBJ := $(patsubst tests/%.c,$(B)/tests/obj/%.o,$(TEST_SRC))
 TEST_BIN := $(B)/tests/twtest
 TEST_CFLAGS := $(WARN) $(OPT) $(SANFLAGS) -Iinclude $(CPPFLAGS_COMMON) -Ilib/core -Itests \
-               -D_POSIX_C_SOURCE=200809L $(ALLOCDEF)
+               -D_POSIX_C_SOURCE=200809L $(ALLOCDEF) $(JE_INC)
 
 # Debian packages: the libraries' own, then what the tests need. A target
 # that needs more sets DEPS_EXTRA for itself (make test: DEPS_EXAMPLES).
-DEPS_CORE := libjemalloc-dev liburcu-dev pkg-config libcriterion-dev
+DEPS_CORE := dpkg-dev libjemalloc-dev liburcu-dev pkg-config libcriterion-dev
 DEPS_EXTRA ?=
+# The host matrix's hosts (tests/hosts/run.sh): C++, RocksDB (already the
+# store's), tcmalloc, mimalloc, Debian's jemalloc, CMake, Python.
+DEPS_HOSTS := g++ libgoogle-perftools-dev libmimalloc-dev libjemalloc-dev \
+              cmake python3
 
 .PHONY: all lib test test-run check deps install uninstall clean
 all: lib
 lib: $(STATIC) $(SHARED)
 
-$(B)/tests/obj/%.o: tests/%.c
+$(B)/tests/obj/%.o: tests/%.c | $(if $(JE_LINK),$(JE_H))
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
@@ -158,16 +211,19 @@ $(TEST_BIN): $(TEST_OBJ) $(STATIC)
 
 # make test, in four steps: the packaging tests (tests/install_test.sh:
 # installed copies built against through pkg-config, at a prefix of one's
-# own and at /usr/local; tests/readme_test.sh: the README's example), the examples over real event loops (examples-run,
+# own and at /usr/local; tests/hosts/run.sh, the host matrix, skipped in a
+# sanitizer variant since it installs and loads the default build;
+# tests/readme_test.sh: the README's example), the examples over real event loops (examples-run,
 # docs/examples/examples.mk: libuv, libevent and epoll servers on 127.0.0.1,
 # hence DEPS_EXAMPLES), then the Criterion suite, whose summary is the last
 # thing printed.
-test: DEPS_EXTRA = $(DEPS_EXAMPLES)
+test: DEPS_EXTRA = $(DEPS_EXAMPLES) $(DEPS_HOSTS)
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
 test-run: $(TEST_BIN)
 	sh tests/install_test.sh
+	$(if $(SAN),,sh tests/hosts/run.sh)
 	sh tests/readme_test.sh
 	@$(MAKE) --no-print-directory examples-run
 	$(TEST_BIN) $(TEST_ARGS)
@@ -201,27 +257,50 @@ deps:
 # wants no run paths) a module's Libs carry a run path to its libdir, so that
 # `cc prog.c $(pkg-config --cflags --libs timewheel)` makes a program that
 # starts, under /usr/local (no ldconfig needed) or any prefix of the user's.
-PC_VERSION = $(shell sed -n 's/^\#define TW_VERSION_STRING "\(.*\)"/\1/p' include/timewheel/core.h)
+# Libs.private lists everything a static link needs beyond the archives
+# (`pkg-config --static --libs`: the store's RocksDB and its compressors,
+# libstdc++, libm, threads), so that those flags alone link a program.
+#
+# LIBDIR: where the libraries, the .pc files (LIBDIR/pkgconfig) and the
+# CMake package (LIBDIR/cmake/timewheel) go; a multiarch layout is
+# make install PREFIX=/usr LIBDIR=/usr/lib/x86_64-linux-gnu. Each shared
+# library is installed under its full version (libtimewheel.so.0.1.0),
+# with the soname's link (.so.0) and the link-time name (.so).
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+# libdir as the .pc file writes it: relative to ${prefix} when under it.
+PC_LIBDIR = $(if $(filter $(PREFIX)/%,$(LIBDIR)),$${prefix}/$(patsubst $(PREFIX)/%,%,$(LIBDIR)),$(LIBDIR))
+PC_VERSION = $(SO_VERSION)
 PC_RUNPATH = $(if $(filter /usr /usr/,$(PREFIX)),, -Wl$(comma)-rpath$(comma)$${libdir})
-pc_text = prefix=$(PREFIX)\nincludedir=$${prefix}/include\nlibdir=$${prefix}/lib\n\nName: $(NAME_$(1))\nDescription: $(DESC_$(1))\nVersion: $(PC_VERSION)\nRequires: $(foreach n,$(NEEDS_$(1)),$(NAME_$(n)))\nCflags: -I$${includedir}\nLibs: -L$${libdir} -l$(NAME_$(1))$(PC_RUNPATH)\nLibs.private: $(EXT_$(1))\n
-PCDIR = $(DESTDIR)$(PREFIX)/lib/pkgconfig
+pc_text = prefix=$(PREFIX)\nincludedir=$${prefix}/include\nlibdir=$(PC_LIBDIR)\n\nName: $(NAME_$(1))\nDescription: $(DESC_$(1))\nVersion: $(PC_VERSION)\nRequires: $(foreach n,$(NEEDS_$(1)),$(NAME_$(n)))\nCflags: -I$${includedir}\nLibs: -L$${libdir} -l$(NAME_$(1))$(PC_RUNPATH)\nLibs.private: $(call PRIV,$(1))\n
+PCDIR = $(DESTDIR)$(LIBDIR)/pkgconfig
+CMAKEDIR = $(DESTDIR)$(LIBDIR)/cmake/timewheel
+# The CMake package's templates (cmake/), filled with the install's paths.
+cmake_subst = sed -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(PREFIX)/include|' \
+    -e 's|@VERSION@|$(SO_VERSION)|' -e 's|@LAYERS@|$(LAYERS)|' \
+    $(foreach l,$(LAYERS),-e 's|@EXT_$(l)@|$(call PRIV,$(l))|')
 
 install: lib
-	install -d $(DESTDIR)$(PREFIX)/include/timewheel $(PCDIR)
+	install -d $(DESTDIR)$(PREFIX)/include/timewheel $(DESTDIR)$(LIBDIR) $(PCDIR) $(CMAKEDIR)
 	install -m 644 include/timewheel.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 include/timewheel/*.h $(DESTDIR)$(PREFIX)/include/timewheel/
 	$(foreach l,$(LAYERS),\
-	install -m 644 $(A_$(l)) $(DESTDIR)$(PREFIX)/lib/ && \
-	install -m 755 $(SO_$(l)) $(DESTDIR)$(PREFIX)/lib/lib$(NAME_$(l)).so.0 && \
-	ln -sf lib$(NAME_$(l)).so.0 $(DESTDIR)$(PREFIX)/lib/lib$(NAME_$(l)).so && \
+	install -m 644 $(A_$(l)) $(DESTDIR)$(LIBDIR)/ && \
+	install -m 755 $(SO_$(l)) $(DESTDIR)$(LIBDIR)/lib$(NAME_$(l)).so.$(SO_VERSION) && \
+	ln -sf lib$(NAME_$(l)).so.$(SO_VERSION) $(DESTDIR)$(LIBDIR)/lib$(NAME_$(l)).so.$(SO_MAJOR) && \
+	ln -sf lib$(NAME_$(l)).so.$(SO_MAJOR) $(DESTDIR)$(LIBDIR)/lib$(NAME_$(l)).so && \
 	printf '$(call pc_text,$(l))' > $(PCDIR)/$(NAME_$(l)).pc;)
+	$(cmake_subst) cmake/timewheelConfig.cmake.in > $(CMAKEDIR)/timewheelConfig.cmake
+	$(cmake_subst) cmake/timewheelConfigVersion.cmake.in > $(CMAKEDIR)/timewheelConfigVersion.cmake
 
 uninstall:
-	rm -rf $(DESTDIR)$(PREFIX)/include/timewheel
+	rm -rf $(DESTDIR)$(PREFIX)/include/timewheel $(CMAKEDIR)
 	rm -f $(DESTDIR)$(PREFIX)/include/timewheel.h
-	$(foreach l,$(LAYERS),rm -f $(DESTDIR)$(PREFIX)/lib/lib$(NAME_$(l)).a \
-	    $(DESTDIR)$(PREFIX)/lib/lib$(NAME_$(l)).so \
-	    $(DESTDIR)$(PREFIX)/lib/lib$(NAME_$(l)).so.0 $(PCDIR)/$(NAME_$(l)).pc;)
+	$(foreach l,$(LAYERS),rm -f $(DESTDIR)$(LIBDIR)/lib$(NAME_$(l)).a \
+	    $(DESTDIR)$(LIBDIR)/lib$(NAME_$(l)).so \
+	    $(DESTDIR)$(LIBDIR)/lib$(NAME_$(l)).so.$(SO_MAJOR) \
+	    $(DESTDIR)$(LIBDIR)/lib$(NAME_$(l)).so.$(SO_VERSION) $(PCDIR)/$(NAME_$(l)).pc;)
+	-rmdir $(PCDIR) $(DESTDIR)$(LIBDIR)/cmake 2>/dev/null
 
 clean:
 	rm -rf $(BUILD)
@@ -272,19 +351,29 @@ format-check: format-tool
 #                              libuv, libevent and epoll, a step of make test
 #   tests/store/store.mk       make store-crash, store-crash-quick (a step of
 #                              make test): SIGKILLs of a store writer
+#   tests/store/replica/replica.mk  make store-failover, store-failover-quick:
+#                              a store replicated through NATS JetStream
 #   bench/store/store.mk       make bench-store (a step of make bench),
 #                              bench-store-scale, bench-store-dbs
 #   tests/mosquitto/mosquitto.mk  make mosquitto, mosquitto-test, mosquitto-ci
 #                              (CI), mosquitto-bench, mosquitto-check (a step
 #                              of make test): Mosquitto on timewheel
+#   abi/abi.mk                 make abi-check (CI), abi-dump: the shared
+#                              libraries' ABI against the dumps in abi/
+#   tests/nng/nng.mk           make nng, nng-test (CI), nng-bench, nng-check
+#                              (a step of make test): nng's aio timers on
+#                              timewheel
 include bench/bench.mk
 include bench/service/service.mk
 include bench/netty/netty.mk
 include tests/extra.mk
 include docs/examples/examples.mk
 include tests/store/store.mk
+include tests/store/replica/replica.mk
 include bench/store/store.mk
 include tests/mosquitto/mosquitto.mk
+include abi/abi.mk
+include tests/nng/nng.mk
 
 # The header dependencies written by -MMD, of the objects above and of the
 # fragments' (each adds its own to DEP_FILES); absent before the first

@@ -32,7 +32,9 @@ BENCH_CFLAGS := $(WARN) $(BENCH_OPT) -Iinclude $(addprefix -Ibench/,$(BENCH_PART
                 -D_POSIX_C_SOURCE=200809L
 # Recorded in the report: the optimisation of twbench and of the library.
 BENCH_FLAGS_STR := twbench $(BENCH_OPT), libtimewheel $(OPT) -fPIC, both -std=c11
-BENCH_LIBS := $(STATIC) -luv -levent_core -lev $(LDLIBS_LIB) -ldl -lm
+# Debian's jemalloc is the program's malloc, which the other implementations
+# allocate from; the library has its own, private (lib/core/jemalloc.c).
+BENCH_LIBS := $(STATIC) -luv -levent_core -lev $(LDLIBS_LIB) -ljemalloc -ldl -lm
 BENCH_ARGS ?=
 
 DEPS_BENCH := libuv1-dev libevent-dev libev-dev gnuplot-nox

@@ -13,9 +13,37 @@
 #                     memory back to its baseline (not in CI)
 #   make memcheck     the core, loop and purgatory tests under memcheck: no error, no
 #                     leak (about 4 minutes in CI on 2 cores)
+#   make circles      no two files of a room (a folder of lib/, bench/ or
+#                     tests/) call into each other, read from their objects
+#                     by tests/circles.sh; pairs judged inherent to a
+#                     protocol are in tests/circles.allow with their reason
 
 .PHONY: fuzz fuzz-run fuzz-merge coverage coverage-run soak soak-run \
-        memcheck memcheck-run
+        memcheck memcheck-run circles circles-run
+
+# ---- circles ---------------------------------------------------------------
+
+# Every room whose objects the build makes: SRCDIR=OBJDIR for
+# tests/circles.sh. twbench's parts need the benchmark's packages
+# (DEPS_BENCH), hence the deps step.
+CIRCLE_ROOMS = $(foreach l,$(LAYERS),lib/$(l)=$(B)/lib/$(l)) \
+    $(foreach d,$(BENCH_PARTS),bench/$(d)=$(BENCH_DIR)/obj/$(d)) \
+    bench/service=$(dir $(SVC_BENCH_BIN))obj-svc \
+    $(foreach d,$(filter-out ./,$(sort $(dir $(patsubst tests/%,%,$(TEST_SRC))))),tests/$(d:/=)=$(B)/tests/obj/$(d:/=)) \
+    tests=$(B)/tests/obj
+# Rooms whose circles are known and owned by work in progress elsewhere:
+# printed, not failed. lib/store: changelog.c and window.c (the replication
+# change log asks the window to step, the window asks the log whether it
+# may deliver), its owner's to fix.
+CIRCLES_KNOWN ?= lib/store
+
+circles: DEPS_EXTRA = $(DEPS_BENCH)
+circles: deps
+	@$(MAKE) --no-print-directory circles-run
+
+circles-run: lib $(BENCH_BIN) $(SVC_BENCH_BIN) $(TEST_OBJ)
+	sh tests/circles.sh -a tests/circles.allow \
+	    $(foreach k,$(CIRCLES_KNOWN),-k $(k)) $(CIRCLE_ROOMS)
 
 # ---- fuzzing ---------------------------------------------------------------
 
@@ -154,7 +182,7 @@ soak-run:
 	@$(MAKE) --no-print-directory ALLOC=jemalloc SAN= $(SOAK_LIB)
 	@mkdir -p $(dir $(SOAK_BIN))
 	$(CC) $(WARN) -O2 -g -Iinclude -Itests -D_POSIX_C_SOURCE=200809L -o $(SOAK_BIN) \
-	    tests/soak.c $(SOAK_LIB) -ljemalloc -lurcu-common -lpthread
+	    tests/soak.c $(SOAK_LIB) -ljemalloc -lurcu-common -lpthread -lm
 	$(SOAK_BIN) $(SOAK_SECONDS) $(SOAK_SEED)
 
 # ---- purgatory race at full size -------------------------------------------

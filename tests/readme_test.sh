@@ -13,7 +13,7 @@ extract output > "$tmp/expected.txt"
 test -s "$tmp/example.c" && test -s "$tmp/expected.txt"
 make -s --no-print-directory lib SAN= >/dev/null
 cc -std=c11 -Wall -Wextra -Wpedantic -Werror -Iinclude -o "$tmp/example" \
-    "$tmp/example.c" build/default/libtimewheel.a -ljemalloc -lpthread
+    "$tmp/example.c" build/default/libtimewheel.a -lpthread -lm
 "$tmp/example" > "$tmp/actual.txt"
 diff -u "$tmp/expected.txt" "$tmp/actual.txt"
 echo "README example: passed"

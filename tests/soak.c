@@ -99,19 +99,32 @@ static uint64_t below(uint64_t *s, uint64_t n)
     return n ? rnd(s) % n : 0;
 }
 
-/* Bytes the program has allocated, as jemalloc counts them. */
-static size_t allocated(void)
+typedef int ctl_fn(const char *, void *, size_t *, void *, size_t);
+
+/* The library's private jemalloc (lib/core/jemalloc.c): hidden in the
+ * shared library, reached by its prefixed name in this static link. */
+int tw_je_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,
+                  size_t newlen);
+
+static size_t allocated_by(ctl_fn *ctl)
 {
     uint64_t epoch = 1;
     size_t sz = sizeof(epoch), bytes = 0;
 
-    if (mallctl("thread.tcache.flush", NULL, NULL, NULL, 0) ||
-        mallctl("epoch", &epoch, &sz, &epoch, sz))
+    if (ctl("thread.tcache.flush", NULL, NULL, NULL, 0) ||
+        ctl("epoch", &epoch, &sz, &epoch, sz))
         die("jemalloc statistics unavailable");
     sz = sizeof(bytes);
-    if (mallctl("stats.allocated", &bytes, &sz, NULL, 0))
+    if (ctl("stats.allocated", &bytes, &sz, NULL, 0))
         die("jemalloc statistics unavailable");
     return bytes;
+}
+
+/* Bytes the program has allocated, as jemalloc counts them: the program's
+ * own jemalloc (-ljemalloc) and the library's. */
+static size_t allocated(void)
+{
+    return allocated_by(mallctl) + allocated_by(tw_je_mallctl);
 }
 
 static void memory_back(const char *phase, size_t baseline, size_t peak)

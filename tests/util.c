@@ -99,17 +99,34 @@ void wheel_ok(const struct tw_wheel *w)
     cr_assert_eq(tw_check(w, why, sizeof(why)), 0, "invariant: %s", why);
 }
 
-struct tw_service *service_pool(enum tw_mode mode, unsigned executors)
+static struct tw_service *service_of(const struct tw_service_config *cfg)
 {
-    struct tw_service_config cfg;
     struct tw_service *s;
     int err = 0;
 
-    tw_service_config_init(&cfg, mode);
-    cfg.executor_threads = executors;
-    s = tw_service_create(&cfg, &err);
+    s = tw_service_create(cfg, &err);
     cr_assert_not_null(s, "create: %s", tw_strerror(err));
     return s;
+}
+
+struct tw_service *service_pool(enum tw_mode mode, unsigned executors)
+{
+    struct tw_service_config cfg;
+
+    tw_service_config_init(&cfg, mode);
+    cfg.executor_threads = executors;
+    return service_of(&cfg);
+}
+
+struct tw_service *service_bounded(enum tw_mode mode, unsigned executors,
+                                   size_t max_pending)
+{
+    struct tw_service_config cfg;
+
+    tw_service_config_init(&cfg, mode);
+    cfg.executor_threads = executors;
+    cfg.max_pending = max_pending;
+    return service_of(&cfg);
 }
 
 struct tw_service *default_service(enum tw_mode mode)

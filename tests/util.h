@@ -39,6 +39,9 @@ void wheel_ok(const struct tw_wheel *w);
 struct tw_service *default_service(enum tw_mode mode);
 /* The same with a pool of `executors` threads running the callbacks. */
 struct tw_service *service_pool(enum tw_mode mode, unsigned executors);
+/* The same with at most max_pending timers pending (0: no bound). */
+struct tw_service *service_bounded(enum tw_mode mode, unsigned executors,
+                                   size_t max_pending);
 /* s's stats; asserts tw_service_stats() answers 0. */
 struct tw_service_stats service_stats(struct tw_service *s);
 /* CLOCK_MONOTONIC in ns, and a sleep of ns, for the service's tests. */

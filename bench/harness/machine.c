@@ -1,16 +1,14 @@
 /*
- * Probing the machine: /proc/cpuinfo, sysconf, uname, the versions of the
- * libraries actually linked, and the compiler and flags twbench was built
- * with (BENCH_CFLAGS comes from bench/bench.mk).
+ * Probing the machine: /proc/cpuinfo, sysconf, uname, the allocator, and
+ * the compiler and flags twbench was built with (BENCH_CFLAGS comes from
+ * bench/bench.mk). The versions of the implementations' libraries come
+ * from their tables (impl.h, version).
  */
-#include <ev.h>
-#include <event2/event.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
-#include <uv.h>
 
 #include "machine.h"
 #include "memstat.h"
@@ -60,10 +58,6 @@ void machine_probe(struct machine *m)
     snprintf(m->cflags, sizeof(m->cflags), "%s", BENCH_CFLAGS);
     snprintf(m->allocator, sizeof(m->allocator), "jemalloc %s",
              memstat_version());
-    snprintf(m->libuv, sizeof(m->libuv), "%s", uv_version_string());
-    snprintf(m->libevent, sizeof(m->libevent), "%s", event_get_version());
-    snprintf(m->libev, sizeof(m->libev), "%d.%d", ev_version_major(),
-             ev_version_minor());
     strftime(m->date, sizeof(m->date), "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
     snprintf(m->perf, sizeof(m->perf), "%s",
              perfcount_ok() ? "available (user-space instructions)"

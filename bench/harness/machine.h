@@ -12,9 +12,6 @@ struct machine {
     char compiler[128];
     char cflags[256];
     char allocator[64];
-    char libuv[32];
-    char libevent[32];
-    char libev[32];
     char date[64];
     char perf[200]; /* instructions counter: "available" or why not */
 };

@@ -2,12 +2,13 @@
  * The table of operations every implementation under test offers.
  *
  * Each workload drives every implementation through these calls only, with
- * one operation sequence generated before timing starts, so that the seven
- * implementations do exactly the same work. A timer is named by its index in
- * an array that the implementation allocates in create() (the workloads never
- * see the node type), and times are virtual nanoseconds counted from 0, the
- * time of create(). Every callback only counts itself, so the figures are the
- * cost of the timer structure and nothing else.
+ * one operation sequence generated before timing starts, so that every
+ * implementation does exactly the same work. A new one is a file
+ * impl_X.c defining `const struct impl impl_X` and a line in impls.c. A timer
+ * is named by its index in an array that the implementation allocates in
+ * create() (the workloads never see the node type), and times are virtual
+ * nanoseconds counted from 0, the time of create(). Every callback only counts
+ * itself, so the figures are the cost of the timer structure and nothing else.
  */
 #ifndef BENCH_IMPL_H
 #define BENCH_IMPL_H
@@ -47,11 +48,14 @@ struct impl {
      * wheels: tw_advance_sliced()). */
     uint64_t (*advance_sliced)(void *ctx, uint64_t now, uint64_t max_run,
                                uint64_t work, bool *more);
+    /* The version of the code measured, for the report's machine table
+     * ("1.44.2 (Debian)"), read from the library actually linked; NULL for
+     * code of this repository (the timewheel row covers the wheels). */
+    const char *(*version)(void);
+    /* Run by the workloads at 10^7 and 10^8 timers (scale, stall), which
+     * take minutes a cell: the wheels and one heap of each kind. */
+    bool scale;
 };
-
-/* The tables, one per impl_*.c file. */
-extern const struct impl impl_hier, impl_hier_pow2, impl_hashed, impl_heap,
-    impl_libuv, impl_libevent, impl_libev;
 
 /* Every implementation, in the order of the tables. */
 extern const struct impl *const bench_impls[];

@@ -107,4 +107,5 @@ const struct impl impl_heap = {
     .rearm = heap_rearm,
     .advance = heap_advance,
     .next_deadline = heap_next_deadline,
+    .scale = true,
 };

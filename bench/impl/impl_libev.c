@@ -142,6 +142,15 @@ static uint64_t lev_advance(void *ctx, uint64_t now, uint64_t max_run)
     return c->fired - before;
 }
 
+static const char *lev_version(void)
+{
+    static char v[48];
+
+    snprintf(v, sizeof(v), "%d.%d (Debian)", ev_version_major(),
+             ev_version_minor());
+    return v;
+}
+
 const struct impl impl_libev = {
     .name = "libev",
     .about = "libev ev_timer_start/ev_timer_stop, re-arm by ev_timer_again, "
@@ -155,4 +164,6 @@ const struct impl impl_libev = {
     .rearm = lev_rearm,
     .advance = lev_advance,
     .next_deadline = NULL,
+    .version = lev_version,
+    .scale = true,
 };

@@ -125,6 +125,14 @@ static uint64_t evb_advance(void *ctx, uint64_t now, uint64_t max_run)
     return c->fired - before;
 }
 
+static const char *lev_version(void)
+{
+    static char v[48];
+
+    snprintf(v, sizeof(v), "%s (Debian)", event_get_version());
+    return v;
+}
+
 const struct impl impl_libevent = {
     .name = "libevent",
     .about = "libevent event_add/event_del of timer events on one base, "
@@ -138,4 +146,5 @@ const struct impl impl_libevent = {
     .rearm = evb_rearm,
     .advance = evb_advance,
     .next_deadline = NULL, /* libevent 2.1 has no call that tells */
+    .version = lev_version,
 };

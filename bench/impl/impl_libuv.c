@@ -134,6 +134,14 @@ static uint64_t uvb_next_deadline(void *ctx)
     return ms < 0 ? UINT64_MAX : (now + (uint64_t)ms) * BENCH_TICK_NS;
 }
 
+static const char *luv_version(void)
+{
+    static char v[48];
+
+    snprintf(v, sizeof(v), "%s (Debian)", uv_version_string());
+    return v;
+}
+
 const struct impl impl_libuv = {
     .name = "libuv",
     .about = "libuv uv_timer_start/uv_timer_stop on one loop, fired by "
@@ -147,4 +155,5 @@ const struct impl impl_libuv = {
     .rearm = uvb_rearm,
     .advance = uvb_advance,
     .next_deadline = uvb_next_deadline,
+    .version = luv_version,
 };

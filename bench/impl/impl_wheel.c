@@ -142,6 +142,7 @@ const struct impl impl_hier = {
              "(then 64-slot levels), 1 ms tick",
     .create = hier_create,
     WHEEL_OPS,
+    .scale = true,
 };
 
 const struct impl impl_hier_pow2 = {
@@ -158,4 +159,5 @@ const struct impl impl_hashed = {
              "1 ms tick",
     .create = hashed_create,
     WHEEL_OPS,
+    .scale = true,
 };

@@ -8,11 +8,14 @@
 #include <string.h>
 
 #include "format.h"
+#include "impl.h"
 #include "output.h"
 #include "perfcount.h"
 #include "targets.h"
 #include "timewheel.h"
 
+/* The machine, then a version row for every implementation whose table
+ * names one (the others are this repository's, under timewheel). */
 static void machine_section(FILE *f, const struct machine *m)
 {
     fprintf(f,
@@ -20,12 +23,15 @@ static void machine_section(FILE *f, const struct machine *m)
             "| CPU | %s |\n| cores | %u |\n| memory | %.1f GiB |\n"
             "| kernel | %s |\n| compiler | gcc %s |\n| flags | `%s` |\n"
             "| allocator | %s (twbench and libtimewheel) |\n"
-            "| timewheel | %s |\n| libuv | %s (Debian) |\n"
-            "| libevent | %s (Debian) |\n| libev | %s (Debian) |\n"
-            "| instructions counter | %s |\n| date | %s |\n\n",
+            "| timewheel | %s |\n",
             m->cpu, m->cores, m->mem_gib, m->kernel, m->compiler, m->cflags,
-            m->allocator, tw_version_string(), m->libuv, m->libevent, m->libev,
-            m->perf, m->date);
+            m->allocator, tw_version_string());
+    for (unsigned i = 0; i < bench_nimpls; i++)
+        if (bench_impls[i]->version)
+            fprintf(f, "| %s | %s |\n", bench_impls[i]->name,
+                    bench_impls[i]->version());
+    fprintf(f, "| instructions counter | %s |\n| date | %s |\n\n", m->perf,
+            m->date);
 }
 
 static void method_section(FILE *f, const struct run_config *cfg)

@@ -53,7 +53,6 @@
  * --warmup K repeats schedule, cancel, rearm and memory K times unrecorded
  * first.
  */
-#define _DEFAULT_SOURCE /* mallinfo2 */
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -62,12 +61,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#ifdef TW_ALLOC_LIBC
-#include <malloc.h>
-#else
-#include <jemalloc/jemalloc.h>
-#endif
 
 #include "svcbench.h"
 
@@ -351,25 +344,6 @@ void fig_rearm(const struct impl *im, const struct sizes *sz, int warmup)
 
 /* ---- memory
  * ------------------------------------------------------------------ */
-
-/* Bytes the allocator has handed out and not had back. jemalloc counts
- * whole size classes, and blocks cached per thread as allocated (a few
- * hundred KB at most, under 1 byte a timer at 10^6). */
-uint64_t allocated_bytes(void)
-{
-#ifdef TW_ALLOC_LIBC
-    return mallinfo2().uordblks;
-#else
-    uint64_t epoch = 1;
-    size_t len = sizeof(epoch), bytes = 0;
-
-    mallctl("epoch", &epoch, &len, &epoch, len);
-    len = sizeof(bytes);
-    if (mallctl("stats.allocated", &bytes, &len, NULL, 0))
-        return 0;
-    return bytes;
-#endif
-}
 
 static void run_memory(const struct impl *im, uint64_t n, bool record)
 {

@@ -45,6 +45,8 @@
 #ifdef TW_ALLOC_LIBC
 #include <malloc.h>
 #else
+/* The library's private jemalloc (lib/core/jemalloc.c): tw_je_ names. */
+#define JEMALLOC_NO_DEMANGLE 1
 #include <jemalloc/jemalloc.h>
 #endif
 
@@ -116,7 +118,7 @@ static void purge(void)
     char name[64];
 
     snprintf(name, sizeof(name), "arena.%u.purge", 4096u); /* all arenas */
-    mallctl(name, NULL, NULL, NULL, 0);
+    je_mallctl(name, NULL, NULL, NULL, 0);
 #endif
 }
 

@@ -28,15 +28,11 @@
  *                 [WORKLOAD...]
  *        (default: throughput latency idle schedule cancel rearm memory)
  */
-#define _DEFAULT_SOURCE /* getrusage's struct, CLOCK_THREAD_CPUTIME_ID */
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
 
 #include "svcbench.h"
 
@@ -50,127 +46,6 @@ static const struct sizes full = {2000000, 5 * SEC, 10 * SEC, 2 * SEC,
                                   1000000, 3 * SEC, 3 * SEC};
 static const struct sizes quick = {200000, 1 * SEC, 1500 * MS, 500 * MS,
                                    100000, 1 * SEC, 1 * SEC};
-
-static FILE *csv;
-
-uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-void sleep_until(uint64_t t)
-{
-    struct timespec ts = {(time_t)(t / 1000000000u), (long)(t % 1000000000u)};
-
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ;
-}
-
-uint64_t cpu_ns(void)
-{
-    struct rusage ru;
-
-    getrusage(RUSAGE_SELF, &ru);
-    return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
-           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
-}
-
-uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t next_rand(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
-void emit(const char *workload, const char *impl, uint64_t n,
-          const char *metric, double value, const char *unit)
-{
-    printf("%-20s %-7s %10llu  %-20s %14.3f %s\n", workload, impl,
-           (unsigned long long)n, metric, value, unit);
-    fflush(stdout);
-    if (csv) {
-        fprintf(csv, "%s,%s,%llu,%s,%.6g,%s\n", workload, impl,
-                (unsigned long long)n, metric, value, unit);
-        fflush(csv);
-    }
-}
-
-/* The most timers a run holds at once (--n, or the suite's size). */
-static uint64_t run_timers;
-
-struct tw_service *make(enum tw_mode mode, unsigned threads)
-{
-    struct tw_service_config cfg;
-    int err;
-    struct tw_service *s;
-
-    tw_service_config_init(&cfg, mode);
-    cfg.executor_threads = threads;
-    /* A run of more timers than the default bound would hold (--n 1e7:
-     * the default is 2^22) gets an unbounded service, as Netty's timer is:
-     * otherwise its schedules would wait forever for slots that timers an
-     * hour away never give back. Runs within the bound keep the defaults. */
-    if (2 * run_timers > TW_SERVICE_DEFAULT_MAX_PENDING)
-        cfg.max_pending = 0;
-    s = tw_service_create(&cfg, &err);
-    if (!s) {
-        fprintf(stderr, "svcbench: create: %s\n", tw_strerror(err));
-        exit(2);
-    }
-    return s;
-}
-
-void must(int rc, const char *what)
-{
-    if (rc) {
-        fprintf(stderr, "svcbench: %s: %s\n", what, tw_strerror(rc));
-        exit(2);
-    }
-}
-
-/* Schedules refused with -EAGAIN (the service bounds how far its worker may
- * lag) and retried, since the last reset. */
-static atomic_uint_fast64_t refused;
-
-uint64_t refusals(void)
-{
-    return atomic_load(&refused);
-}
-
-void refusals_reset(void)
-{
-    atomic_store(&refused, 0);
-}
-
-void put(struct tw_service *s, uint64_t delay, tw_service_callback *cb,
-         void *arg, struct tw_handle **out)
-{
-    int rc;
-
-    while ((rc = tw_service_schedule(s, delay, cb, arg, out)) == -EAGAIN) {
-        atomic_fetch_add_explicit(&refused, 1, memory_order_relaxed);
-        sleep_until(now_ns() + 100000);
-    }
-    must(rc, "schedule");
-}
-
-void nop_cb(struct tw_handle *h, void *arg)
-{
-    (void)h;
-    (void)arg;
-}
 
 /* ---- service-throughput -------------------------------------------------- */
 
@@ -235,13 +110,6 @@ static void late_cb(struct tw_handle *h, void *arg)
 
     if (k < l->cap)
         l->ns[k] = late;
-}
-
-int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return (x > y) - (x < y);
 }
 
 /* Schedule LAT_RATE / 1000 timers (due 1..50 ms out) at every millisecond
@@ -504,21 +372,6 @@ static bool wanted(int argc, char **argv, int first, const char *name)
     return false;
 }
 
-static void open_csv(const char *path)
-{
-    long size;
-
-    csv = fopen(path, "a");
-    if (!csv) {
-        perror(path);
-        exit(2);
-    }
-    fseek(csv, 0, SEEK_END);
-    size = ftell(csv);
-    if (size == 0)
-        fprintf(csv, "workload,impl,n,metric,value,unit\n");
-}
-
 static const char *const workloads[] = {
     "throughput", "latency", "idle",     "schedule", "cancel",
     "rearm",      "memory",  "lateness", "wakeups",  "stress",
@@ -603,7 +456,7 @@ int main(int argc, char **argv)
             return usage();
         first++;
         if (!strcmp(opt, "--csv"))
-            open_csv(val);
+            emit_open_csv(val);
         else if (!strcmp(opt, "--n") && strtoull(val, NULL, 10) >= 10)
             n = strtoull(val, NULL, 10);
         else if (!strcmp(opt, "--warmup"))
@@ -615,7 +468,7 @@ int main(int argc, char **argv)
     }
     if (n)
         sz.timers = n;
-    run_timers = sz.timers;
+    make_bound(sz.timers);
     for (int i = first; i < argc; i++)
         if (!known(argv[i]))
             return usage();
@@ -624,7 +477,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < NIMPLS; i++)
         if (!only || !strcmp(only, impls[i].name))
             bad += run_impl(&impls[i], argc, argv, first, &sz, warmup);
-    if (csv)
-        fclose(csv);
+    emit_close_csv();
     return bad ? 1 : 0;
 }

@@ -2,7 +2,6 @@
  * Helpers of the scale and stall workloads (scale.h).
  */
 #include <stdio.h>
-#include <string.h>
 
 #include "scale.h"
 
@@ -15,12 +14,7 @@
 
 bool scale_covers(const struct impl *im)
 {
-    static const char *const names[] = {"hier", "hashed", "heap", "libev"};
-
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (strcmp(im->name, names[i]) == 0)
-            return true;
-    return false;
+    return im->scale;
 }
 
 /* MemAvailable from /proc/meminfo, in bytes; 0 when unknown. */

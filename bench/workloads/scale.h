@@ -13,10 +13,10 @@
 #include "workload.h"
 
 #define SCALE_IMPLS_NOTE                                                       \
-    "the workloads at 10^7 and 10^8 timers cover hier, hashed, heap and "      \
-    "libev (bench/workloads/scale.c)"
+    "the workloads at 10^7 and 10^8 timers cover the implementations whose "   \
+    "table sets .scale (bench/impl/: hier, hashed, heap, libev)"
 
-/* Whether im is one of those. */
+/* Whether im is one of those (its table's .scale). */
 bool scale_covers(const struct impl *im);
 /* Whether n timers of im, plus own_bytes per timer of the workload's, fit
  * in well under the memory the system has available now; if not, the

@@ -119,7 +119,7 @@ extern const unsigned bench_nworkloads;
 
 const struct workload *workload_find(const char *name);
 
-/* Helpers for the workloads (workload.c). */
+/* Helpers for the workloads (helpers.c). */
 
 /* Record one repetition's value of metric m. */
 void wl_add(struct wl_result *out, unsigned m, double value);

@@ -1,6 +1,7 @@
 /*
  * timewheel/core.h: the caller-driven timing wheels (libtimewheel,
- * pkg-config timewheel). Needs only the allocator (jemalloc by default).
+ * pkg-config timewheel). Needs only the allocator (by default a jemalloc
+ * private to the library, inside it: the host's malloc is left alone).
  *
  * Two designs behind one API:
  *
@@ -150,6 +151,22 @@ _Static_assert(sizeof(struct tw_timer) <= 40, "struct tw_timer must fit 40 B");
 #endif
 
 /*
+ * Room to grow: every struct the caller fills for the library (tw_config,
+ * tw_service_config, tw_purgatory_config, tw_store_config) and the stats
+ * the library fills for the caller (tw_service_stats) end in
+ * TW_RESERVED_WORDS words that must be zero. The init functions and the
+ * library zero them; a function that reads such a config refuses a
+ * non-zero tail with -EINVAL. A later minor version adds a field by taking
+ * words off the tail, so the struct keeps its size and offsets, and a new
+ * field's zero means "as before": a program built against an older header
+ * runs unchanged against the newer library (its tail is zero), and one that
+ * sets a newer field against an older library gets -EINVAL instead of the
+ * field silently ignored. Fill configs with their init function (or a
+ * zeroed initializer), never leave the tail uninitialised.
+ */
+#define TW_RESERVED_WORDS 8
+
+/*
  * How to build a wheel. Fill it with tw_config_init(), then change fields.
  *  mode      TW_HIER or TW_HASHED.
  *  tick_ns   length of one tick in ns; must be > 0.
@@ -167,6 +184,7 @@ struct tw_config {
     const uint32_t *slots;
     unsigned levels;
     uint64_t start_ns;
+    uint64_t reserved[TW_RESERVED_WORDS]; /* zero; see TW_RESERVED_WORDS */
 };
 
 /* The struct of type whose member is at ptr: how a callback gets back from
@@ -236,8 +254,9 @@ TW_PUBLIC const char *tw_strerror(int err);
 
 /*
  * Route every allocation of every layer through a (copied); NULL restores
- * the built-in default (jemalloc, with an arena of the library's own made at
- * the first allocation; malloc with ALLOC=libc). Only before
+ * the built-in default (the library's own jemalloc, private to it, with an
+ * arena of the library's own made at the first allocation; malloc with
+ * ALLOC=libc). Only before
  * the library's first allocation, as with libuv's uv_replace_allocator():
  * afterwards -EBUSY, changing nothing. -EINVAL when a lacks alloc or free.
  * Not thread-safe: call it at start-up.
@@ -297,7 +316,8 @@ TW_PUBLIC int64_t tw_drain(struct tw_wheel *w, tw_callback *fn, void *ctx);
  * Destroy a wheel. Timers still pending are detached (they become not
  * pending, their callbacks never run) and nothing else of the caller's is
  * touched. NULL is a no-op returning 0. Returns -EDEADLK, destroying nothing,
- * when called from a callback or visitor of this wheel.
+ * when called from a callback or visitor of this wheel. libtimewheel is
+ * never unmapped by dlclose() (docs/embedding.md, "dlclose").
  */
 TW_PUBLIC int tw_destroy(struct tw_wheel *w);
 

@@ -180,6 +180,7 @@ struct tw_purgatory_config {
     unsigned shards;
     tw_purgatory_now_fn *now;
     void *now_ctx;
+    uint64_t reserved[TW_RESERVED_WORDS]; /* zero; see TW_RESERVED_WORDS */
 };
 
 /* A now function for cfg.now: CLOCK_MONOTONIC in ns (ctx ignored), the
@@ -295,7 +296,8 @@ TW_PUBLIC int64_t tw_purgatory_stop(struct tw_purgatory *p,
  * thread is waited for) and free it. NULL: 0. -EDEADLK, doing nothing,
  * from a try_complete of p or a hand-back function of p (of its stop or
  * its cancel_key, which still use p after fn returns). No other call on p
- * may run or follow.
+ * may run or follow. Destroy every purgatory (then its service) before a
+ * dlclose() of this library: docs/embedding.md, "dlclose".
  * fork(): in a child of fork(), a purgatory over a service that the child
  * inherited answers -ECHILD to every call (watch, check, cancel_key,
  * stats, stop) and this call returns -ECHILD at once, freeing nothing (the

@@ -120,6 +120,7 @@ struct tw_service_config {
     size_t max_pending;
     enum tw_catchup catchup;
     uint64_t max_lag_ns;
+    uint64_t reserved[TW_RESERVED_WORDS]; /* zero; see TW_RESERVED_WORDS */
 };
 
 /* The defaults tw_service_config_init() sets: at most 2^22 timers held
@@ -155,6 +156,7 @@ struct tw_service_stats {
                            tw_handle_cancel()) */
     uint64_t rejected;  /* schedules refused with -EAGAIN */
     uint64_t wakeups;   /* times the worker thread woke from a sleep */
+    uint64_t reserved[TW_RESERVED_WORDS]; /* zero: later counters */
 };
 
 /* A timer handed back by tw_service_stop(). */
@@ -392,7 +394,8 @@ TW_PUBLIC int tw_service_stop(struct tw_service *s, tw_handback_fn *fn,
 
 /* Stop s (dropping what stop would hand back) and free it. Handles stay
  * valid until released. NULL: 0. -EDEADLK, doing nothing, from a callback
- * of s. */
+ * of s. Every service must be destroyed before a dlclose() of this
+ * library (its worker would run unmapped code): docs/embedding.md. */
 TW_PUBLIC int tw_service_destroy(struct tw_service *s);
 
 /* Copy the counters of s into out. -EINVAL for NULL s or out. */

@@ -5,23 +5,9 @@
  * rounds) live beside each design in hier.c and hashed.c.
  */
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 
 #include "list.h"
 #include "wheel.h"
-
-int tw__fail(char *why, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (why && len) {
-        va_start(ap, fmt);
-        vsnprintf(why, len, fmt, ap);
-        va_end(ap);
-    }
-    return -EPROTO;
-}
 
 /* Walk one list of w checking its links both ways; add its length to
  * *count. `limit` bounds the walk so that a cycle is reported, not looped

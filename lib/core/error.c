@@ -1,9 +1,18 @@
 /*
- * Error messages and the version of the library actually linked.
+ * Error messages, the reasons tw_check() gives, and the version of the
+ * library actually linked.
+ *
+ * tw__fail() is here, not in check.c, because the design-specific checks
+ * in hier.c and hashed.c write their reasons with it too and check.c
+ * calls those checks: with it in check.c, the three files called into each
+ * other (issue 29).
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 
 #include "timewheel/core.h"
+#include "wheel.h"
 
 TW_PUBLIC const char *tw_strerror(int err)
 {
@@ -30,6 +39,18 @@ TW_PUBLIC const char *tw_strerror(int err)
     default:
         return "unknown error";
     }
+}
+
+int tw__fail(char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (why && len) {
+        va_start(ap, fmt);
+        vsnprintf(why, len, fmt, ap);
+        va_end(ap);
+    }
+    return -EPROTO;
 }
 
 TW_PUBLIC unsigned tw_version(void)

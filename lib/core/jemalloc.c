@@ -3,17 +3,24 @@
  * handles neither fault their pages in anew nor free them one lock at a
  * time. tw__je_alloc() and tw__je_free() are all the seam calls.
  *
- * Which path a block takes. jemalloc's own malloc() is its fast path (57 to
+ * Whose jemalloc. The library's own: Debian's jemalloc source, built by
+ * tools/jemalloc.sh with the prefix tw_je_, every symbol hidden, no
+ * operator new, thread state in dynamic TLS, and linked into
+ * libtimewheel.so (and libtimewheel.a) alone. So the library never touches
+ * the host's allocator: the host's malloc() and operator new resolve as they
+ * would without timewheel, a host on jemalloc keeps its arenas and its
+ * threads' bindings (the binding below is in our instance, not the host's),
+ * and the library loads with dlopen(). Its options are read from
+ * TW_JE_MALLOC_CONF, never from the host's MALLOC_CONF. The names below
+ * are jemalloc's stable je_ names (JEMALLOC_NO_DEMANGLE), which its header
+ * maps to the prefixed ones. docs/design.md, "The allocator", has the
+ * choice and its measurements.
+ *
+ * Which path a block takes. jemalloc's malloc() is its fast path (57 to
  * 61 instructions for a handle under callgrind, against 122 for
  * mallocx(size, 0) and 141 to 146 with an arena flag: mallocx() reads its
- * flags on a general path). But the name malloc may be bound to another
- * allocator (the C library's, in a program that loads jemalloc after it),
- * and sdallocx() on such a block corrupts both heaps, so the first
- * allocation asks dladdr() whether our malloc lies in the object that holds
- * mallocx(), and uses it only then (dladdr() allocates nothing; a dlopen()
- * to look inside jemalloc would keep 11 KB of the C library's for good).
- * Every block goes back through sdallocx(), which takes the size, so
- * jemalloc skips its size lookup.
+ * flags on a general path). Every block goes back through sdallocx(), which
+ * takes the size, so jemalloc skips its size lookup.
  *
  * The arena of our own, for the size classes that need it. The service
  * allocates its handles in bursts (10^6 schedules from one thread, then a
@@ -63,16 +70,17 @@
  * first tw__je_alloc() on each thread binds it (mallctl "thread.arena") to
  * a second arena the library makes, the producers' arena, an ordinary one
  * (jemalloc's hooks, merges and all), unless the application bound the
- * thread to an arena it made itself (an index past the automatic ones),
- * which is left as it is. Every thread that allocates through the library
+ * thread to an arena of our instance that it made itself (an index past
+ * the automatic ones, through tw_je_mallctl() in a static link), which is
+ * left as it is. Every thread that allocates through the library
  * then takes back what any other freed, at no cost to its later
  * allocations: malloc() stays the fast path, and the thread-local flag the
- * first call sets replaces the process-wide one it tested before. What it
- * changes for the application: its own malloc() on such a thread comes
- * from the producers' arena too (one arena for all of them, as jemalloc
- * shares its automatic arenas once threads outnumber them), and a thread
- * whose first allocation through the library is made before the
- * application binds it is moved again by the application's binding. Sizes
+ * first call sets replaces the process-wide one it tested before. The
+ * binding is our instance's: the host's own malloc() on the same thread is
+ * not moved (with the system's jemalloc as the library's allocator, it was,
+ * and a thread bound to the producers' arena then malloc'ed at half the rate
+ * of an unbound one under contention: 1.43-2.34 M/s against 3.06-6.46 M/s,
+ * 8 threads, 40-140 kB blocks). Sizes
  * routed to the library's own arena go there as before, from every thread.
  *
  * Threads that only free. jemalloc gives a thread whose first call into it
@@ -84,26 +92,21 @@
  * its cache; later frees pay a thread-local flag's test. The cache goes
  * back to the arenas at the thread's exit.
  */
-#define _GNU_SOURCE 1 /* dladdr */
-
 #include "alloc.h"
 
 #ifndef TW_ALLOC_LIBC
-#include <dlfcn.h>
-#include <jemalloc/jemalloc.h>
+#define JEMALLOC_NO_DEMANGLE 1 /* je_mallocx(): the prefix-free names */
+#include <jemalloc/jemalloc.h> /* the private build's (tools/jemalloc.sh) */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #if defined(__GNUC__)
 #define COLD __attribute__((noinline, cold))
-#define INITIAL_EXEC __attribute__((tls_model("initial-exec")))
 #else
 #define COLD
-#define INITIAL_EXEC
 #endif
 
 /* Sizes up to this are routed by their class; larger blocks (a wheel's slot
@@ -112,7 +115,6 @@
 #define ROUTED_MAX 4096
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static bool plain_malloc;  /* malloc() is jemalloc's */
 static int arena_flags;    /* MALLOCX_ARENA(ours), 0 without one */
 static int producers = -1; /* the producers' arena, -1 without one */
 static unsigned automatic; /* jemalloc's automatic arenas: 0 .. this - 1 */
@@ -245,15 +247,15 @@ static int new_arena(void)
     size_t len = sizeof(ind);
     char name[64];
 
-    if (mallctl("arenas.create", &ind, &len, NULL, 0))
+    if (je_mallctl("arenas.create", &ind, &len, NULL, 0))
         return -1;
     snprintf(name, sizeof(name), "arena.%u.extent_hooks", ind);
     len = sizeof(d);
-    if (mallctl(name, &d, &len, NULL, 0) || !d || !d->alloc)
+    if (je_mallctl(name, &d, &len, NULL, 0) || !d || !d->alloc)
         return -1;
     atomic_store_explicit(&jes_p, d, memory_order_relaxed);
     keep_opt_outs(d);
-    if (mallctl(name, NULL, NULL, &mine, sizeof(mine)))
+    if (je_mallctl(name, NULL, NULL, &mine, sizeof(mine)))
         return -1;
     return (int)ind;
 }
@@ -264,7 +266,7 @@ static size_t read_size(const char *name, unsigned i)
     char full[64];
 
     snprintf(full, sizeof(full), name, i);
-    return mallctl(full, &v, &len, NULL, 0) ? 0 : v;
+    return je_mallctl(full, &v, &len, NULL, 0) ? 0 : v;
 }
 
 /* routed[]: the sizes whose class has a slab of jemalloc's smallest large
@@ -276,7 +278,7 @@ static void route_classes(void)
     unsigned nbins = 0;
     size_t len = sizeof(nbins);
 
-    if (!large || mallctl("arenas.nbins", &nbins, &len, NULL, 0))
+    if (!large || je_mallctl("arenas.nbins", &nbins, &len, NULL, 0))
         return;
     for (unsigned i = 0; i < nbins && below < ROUTED_MAX; i++) {
         size_t size = read_size("arenas.bin.%u.size", i);
@@ -291,14 +293,6 @@ static void route_classes(void)
     }
 }
 
-static int malloc_is_jemallocs(void)
-{
-    Dl_info m, x;
-
-    return dladdr((void *)(uintptr_t)malloc, &m) &&
-           dladdr((void *)(uintptr_t)mallocx, &x) && m.dli_fbase == x.dli_fbase;
-}
-
 /* The producers' arena (see the top): an ordinary one, jemalloc's hooks;
  * its index, or -1 (every thread then keeps jemalloc's choice). */
 static int new_producers_arena(void)
@@ -306,10 +300,10 @@ static int new_producers_arena(void)
     unsigned ind, n;
     size_t len = sizeof(ind);
 
-    if (mallctl("arenas.create", &ind, &len, NULL, 0))
+    if (je_mallctl("arenas.create", &ind, &len, NULL, 0))
         return -1;
     len = sizeof(n);
-    if (mallctl("opt.narenas", &n, &len, NULL, 0))
+    if (je_mallctl("opt.narenas", &n, &len, NULL, 0))
         return -1;
     automatic = n;
     return (int)ind;
@@ -320,7 +314,6 @@ static void set_up(void)
 {
     int ind = new_arena();
 
-    plain_malloc = malloc_is_jemallocs();
     if (ind >= 0) {
         arena_flags = MALLOCX_ARENA(ind);
         route_classes();
@@ -329,9 +322,12 @@ static void set_up(void)
 }
 
 /* Whether this thread has called tw__je_alloc() before (and so the process
- * is set up and the thread bound). Initial-exec: a plain load from the
- * thread pointer, also in the shared library. */
-static INITIAL_EXEC _Thread_local bool allocated_before;
+ * is set up and the thread bound). The default TLS model, which never
+ * stops a dlopen(); the Makefile builds with TLS descriptors where the
+ * compiler has them (-mtls-dialect=gnu2), so that in a library loaded at
+ * start-up this is a load off the thread pointer behind one call that
+ * returns at once. */
+static _Thread_local bool allocated_before;
 
 /* Once per thread: set the process up if no thread has, then bind this
  * thread to the producers' arena unless the application chose its arena
@@ -343,11 +339,11 @@ static COLD void first_alloc(void)
 
     pthread_once(&once, set_up);
     allocated_before = true;
-    if (producers < 0 || mallctl("thread.arena", &cur, &len, NULL, 0) ||
+    if (producers < 0 || je_mallctl("thread.arena", &cur, &len, NULL, 0) ||
         cur >= automatic)
         return;
     to = (unsigned)producers;
-    (void)mallctl("thread.arena", NULL, NULL, &to, sizeof(to));
+    (void)je_mallctl("thread.arena", NULL, NULL, &to, sizeof(to));
 }
 
 void *tw__je_alloc(size_t size)
@@ -355,30 +351,30 @@ void *tw__je_alloc(size_t size)
     if (!allocated_before)
         first_alloc();
     if (size <= ROUTED_MAX && routed[(size + 7) / 8])
-        return mallocx(size, arena_flags);
-    return plain_malloc ? malloc(size) : mallocx(size, 0);
+        return je_mallocx(size, arena_flags);
+    return je_malloc(size);
 }
 
-/* Whether this thread has called tw__je_free() before. Initial-exec: a
- * plain load from the thread pointer, also in the shared library. */
-static INITIAL_EXEC _Thread_local bool freed_before;
+/* Whether this thread has called tw__je_free() before (the model: as
+ * allocated_before). */
+static _Thread_local bool freed_before;
 
 /* Once per thread: one allocation, so that a thread that only frees has a
  * cache (see the top). Out of line: the common free stays a tail call. */
 static COLD void give_cache(void)
 {
-    void *one = mallocx(1, 0);
+    void *one = je_mallocx(1, 0);
 
     freed_before = true;
     if (one)
-        dallocx(one, 0);
+        je_dallocx(one, 0);
 }
 
 void tw__je_free(void *p, size_t size)
 {
     if (!freed_before)
         give_cache();
-    sdallocx(p, size, 0);
+    je_sdallocx(p, size, 0);
 }
 #else
 typedef int tw__no_jemalloc; /* ALLOC=libc: nothing here (ISO C wants a

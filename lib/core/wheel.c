@@ -15,6 +15,7 @@
 
 #include "alloc.h"
 #include "list.h"
+#include "reserved.h"
 #include "wheel.h"
 
 /* The default hierarchical layout reads like a clock at the default 1 ms
@@ -84,7 +85,8 @@ static int build(struct tw_wheel *w, const struct tw_config *given)
     struct tw_config cfg = *given;
     int rc;
 
-    if (cfg.tick_ns == 0 || (cfg.mode != TW_HIER && cfg.mode != TW_HASHED))
+    if (cfg.tick_ns == 0 || (cfg.mode != TW_HIER && cfg.mode != TW_HASHED) ||
+        !tw__reserved_zero(cfg.reserved))
         return -EINVAL;
     default_layout(&cfg);
     if (cfg.levels == 0 || cfg.levels > TW_MAX_LEVELS)

@@ -189,7 +189,8 @@ static inline uint64_t tw__tick_time(const struct tw_wheel *w, uint64_t tick)
 }
 /* The tick a time has reached: floor, except UINT64_MAX reaches max_tick. */
 uint64_t tw__time_tick(const struct tw_wheel *w, uint64_t time);
-/* Write a formatted invariant failure into why; returns -EPROTO. */
+/* Write a formatted invariant failure into why; returns -EPROTO
+ * (error.c, beside the other error texts). */
 int tw__fail(char *why, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -17,25 +17,6 @@
 
 #include "purgatory.h"
 
-/* Own a WATCHING record or leave AGAIN on an owned one (shard locked).
- * Returns whether this call owns it now. */
-static bool own_or_note(struct tw__pwatch *w)
-{
-    unsigned s = atomic_load(&w->state);
-
-    for (;;) {
-        if (s & TW__P_DONE)
-            return false;
-        if (s == 0) {
-            if (tw__p_cas(w, &s, TW__P_OWNED))
-                return true;
-            continue;
-        }
-        if (tw__p_cas(w, &s, s | TW__P_AGAIN))
-            return false;
-    }
-}
-
 static int args_ok(struct tw_purgatory *p, const void *key, size_t len)
 {
     if (!p)
@@ -62,7 +43,7 @@ static struct tw__pwatch *own_key(struct tw_purgatory *p, const void *key,
          l && l != &k->watchers; l = l->next) {
         struct tw__pwatch *w = TW_CONTAINER_OF(l, struct tw__pentry, link)->w;
 
-        if (own_or_note(w)) {
+        if (tw__p_take_or_note(w, TW__P_OWNED, TW__P_AGAIN)) {
             w->next = owned;
             owned = w;
         }
@@ -98,46 +79,6 @@ int64_t tw_purgatory_check(struct tw_purgatory *p, const void *key, size_t len)
     return completed;
 }
 
-/* Claim every WATCHING record of the key (shard locked) onto *claimed;
- * returns whether an owned one was left (it may come back). */
-static bool claim_key(struct tw__pkey *k, struct tw__pwatch **claimed)
-{
-    bool busy = false;
-
-    for (struct tw_link *l = k->watchers.next; l != &k->watchers; l = l->next) {
-        struct tw__pwatch *w = TW_CONTAINER_OF(l, struct tw__pentry, link)->w;
-
-        if (tw__p_claim(w)) {
-            w->outcome = TW_DELAYED_CANCELLED;
-            w->next = *claimed;
-            *claimed = w;
-        } else {
-            busy |= (atomic_load(&w->state) & TW__P_DONE) == 0;
-        }
-    }
-    return busy;
-}
-
-/* Detach and hand back a list of claimed records; returns how many. */
-static int64_t hand_back(struct tw__pwatch *claimed, unsigned count,
-                         tw_delayed_handback_fn *fn, void *ctx)
-{
-    struct tw__pwatch *next;
-    int64_t n = 0;
-
-    for (struct tw__pwatch *w = claimed; w; w = next) {
-        next = w->next;
-        tw__p_count(w->p, count);
-        tw__p_detach(w);
-    }
-    for (struct tw__pwatch *w = claimed; w; w = next) {
-        next = w->next;
-        tw__p_deliver(w, fn, ctx);
-        n++;
-    }
-    return n;
-}
-
 int64_t tw_purgatory_cancel_key(struct tw_purgatory *p, const void *key,
                                 size_t len, tw_delayed_handback_fn *fn,
                                 void *ctx)
@@ -162,38 +103,13 @@ int64_t tw_purgatory_cancel_key(struct tw_purgatory *p, const void *key,
 
         tw__p_lock(sh);
         k = tw__p_key_find(sh, hash, key, len);
-        busy = k && claim_key(k, &claimed);
+        busy = k && tw__p_claim_key(k, &claimed);
         tw__p_unlock(sh);
-        n += hand_back(claimed, TW__P_CANCELLED, fn, ctx);
+        n += tw__p_hand_back(claimed, TW__P_CANCELLED, fn, ctx);
         /* An owner is running a try_complete: let it answer. */
         if (busy && !claimed)
             sched_yield();
     }
     tw__p_frame_pop(&f);
     return n;
-}
-
-/* Hand back everything in one shard, waiting for owners (stop). */
-int64_t tw__p_stop_shard(struct tw__pshard *sh, tw_delayed_handback_fn *fn,
-                         void *ctx)
-{
-    int64_t n = 0;
-
-    for (;;) {
-        struct tw__pwatch *claimed = NULL;
-        size_t left;
-
-        tw__p_lock(sh);
-        for (size_t b = 0; b < sh->nbuckets; b++)
-            for (struct tw__pkey *k = sh->buckets[b]; k; k = k->chain)
-                claim_key(k, &claimed);
-        left = sh->nkeys;
-        tw__p_unlock(sh);
-        n += hand_back(claimed, TW__P_RETURNED, fn, ctx);
-        if (left == 0)
-            return n;
-        /* Records owned or being detached elsewhere: wait for them. */
-        if (!claimed)
-            sched_yield();
-    }
 }

@@ -1,7 +1,8 @@
 /*
  * The ownership protocol of a watched operation's record (the state word
  * is described in purgatory.h): the owner's try loop, the claim, and what
- * the claimer does with a claimed record.
+ * the claimer does with a claimed record, and the operation's state that
+ * the claimer publishes (tw_delayed_state()).
  *
  * Why notes instead of a lock per operation: Kafka's purgatory takes the
  * operation's lock around tryComplete, and a thread that holds a caller's
@@ -70,6 +71,16 @@ void tw__p_detach(struct tw__pwatch *w)
     tw__p_unlink_keys(w, w->nkeys);
     w->op->watch = NULL;
     __atomic_store_n(&w->op->state, w->outcome, __ATOMIC_RELEASE);
+}
+
+/* The reading side of the store just above: here, beside it, rather than
+ * in watch.c, which tw_purgatory_expire() (timeout.c) then called into
+ * while watch.c called timeout.c to arm (issue 29). */
+enum tw_delayed_state tw_delayed_state(const struct tw_delayed *op)
+{
+    if (!op)
+        return TW_DELAYED_IDLE;
+    return (enum tw_delayed_state)__atomic_load_n(&op->state, __ATOMIC_ACQUIRE);
 }
 
 /* Over a service the first key's shard wheel holds the timeout: it is

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "purgatory.h"
+#include "reserved.h"
 
 _Thread_local const struct tw_purgatory *tw__p_trying;
 _Thread_local unsigned tw__p_stripe_ix;
@@ -78,7 +79,8 @@ static void free_shards(struct tw_purgatory *p, unsigned ready)
 
 static int config_ok(const struct tw_purgatory_config *cfg)
 {
-    if (!cfg || !!cfg->wheel + !!cfg->service + !!cfg->timer != 1)
+    if (!cfg || !!cfg->wheel + !!cfg->service + !!cfg->timer != 1 ||
+        !tw__reserved_zero(cfg->reserved))
         return -EINVAL;
     if (!cfg->wheel != !cfg->now) /* a wheel needs the loop's clock */
         return -EINVAL;

@@ -2,10 +2,13 @@
  * The purgatory: the objects shared by its files. Never installed.
  *
  *   purgatory.c  create, free, stats, the in-try marker
- *   stop.c       the gate, stop, destroy, the hand-back frames
+ *   stop.c       the gate, stop, destroy
+ *   handback.c   handing records back (cancel_key, stop), the frames that
+ *                refuse destroy and stop from inside a hand-back
  *   keys.c       the sharded hash tables of keys and their watch lists
- *   watch.c      tw_purgatory_watch(), tw_delayed_init() and state
- *   owner.c      the ownership protocol: try, settle, detach, deliver
+ *   watch.c      tw_purgatory_watch(), tw_delayed_init()
+ *   owner.c      the ownership protocol: try, settle, detach, deliver;
+ *                tw_delayed_state()
  *   check.c      tw_purgatory_check() and tw_purgatory_cancel_key()
  *   timeout.c    the timeout of a watch, over a core wheel, a service or
  *                a timer of the caller's
@@ -237,6 +240,31 @@ static inline bool tw__p_cas(struct tw__pwatch *w, unsigned *expect,
     return true;
 }
 
+/*
+ * The one move every event makes on a record it meets: take a WATCHING
+ * record (0 -> take) or leave `note` on an owned one for its owner; a DONE
+ * record is left alone. Returns whether this call took it. A check takes
+ * OWNED and notes AGAIN (shard locked); a timeout that fires takes DONE
+ * and notes EXPIRE. Inline: a check does it for every record of its key.
+ */
+static inline bool tw__p_take_or_note(struct tw__pwatch *w, unsigned take,
+                                      unsigned note)
+{
+    unsigned s = atomic_load(&w->state);
+
+    for (;;) {
+        if (s & TW__P_DONE)
+            return false;
+        if (s == 0) {
+            if (tw__p_cas(w, &s, take))
+                return true;
+            continue;
+        }
+        if (tw__p_cas(w, &s, s | note))
+            return false;
+    }
+}
+
 /* ---- purgatory.c ---- */
 /* The purgatory whose try_complete this thread is running, if any: a call
  * on that purgatory from inside it is refused with -EDEADLK. Inline, as
@@ -282,23 +310,6 @@ void tw__p_count(struct tw_purgatory *p, unsigned c);
 /* Free p's shards and p (destroy, once p is stopped). */
 void tw__p_free(struct tw_purgatory *p);
 
-/* ---- stop.c ---- */
-/* A hand-back in progress on this thread: stop and cancel_key push one
- * (on their stack) around the hand-back functions they call, so that a
- * call from inside one that would free p (destroy) or wait for itself
- * (stop from stop's) is refused with -EDEADLK. */
-struct tw__pframe {
-    const struct tw_purgatory *p;
-    bool stop; /* pushed by stop (else by cancel_key) */
-    struct tw__pframe *up;
-};
-void tw__p_frame_push(struct tw__pframe *f, const struct tw_purgatory *p,
-                      bool stop);
-void tw__p_frame_pop(const struct tw__pframe *f);
-/* Whether this thread is inside a hand-back of p (of its stop only, when
- * stop_only). */
-bool tw__p_in_handback(const struct tw_purgatory *p, bool stop_only);
-
 /* ---- keys.c ---- */
 uint64_t tw__p_hash(const void *bytes, size_t len);
 struct tw__pshard *tw__p_shard(struct tw_purgatory *p, uint64_t hash);
@@ -338,7 +349,31 @@ void tw__p_deliver(struct tw__pwatch *w, tw_delayed_handback_fn *fn, void *ctx);
 /* Free a record that no list, wheel or other thread can reach. */
 void tw__p_put(struct tw__pwatch *w);
 
-/* ---- check.c ---- */
+/* ---- handback.c ---- */
+/* A hand-back in progress on this thread: stop and cancel_key push one
+ * (on their stack) around the hand-back functions they call, so that a
+ * call from inside one that would free p (destroy) or wait for itself
+ * (stop from stop's) is refused with -EDEADLK. */
+struct tw__pframe {
+    const struct tw_purgatory *p;
+    bool stop; /* pushed by stop (else by cancel_key) */
+    struct tw__pframe *up;
+};
+void tw__p_frame_push(struct tw__pframe *f, const struct tw_purgatory *p,
+                      bool stop);
+void tw__p_frame_pop(const struct tw__pframe *f);
+/* Whether this thread is inside a hand-back of p (of its stop only, when
+ * stop_only). */
+bool tw__p_in_handback(const struct tw_purgatory *p, bool stop_only);
+
+/* Claim every WATCHING record of key k (its shard locked) onto *claimed,
+ * as handed back; returns whether a record owned elsewhere was left (it
+ * may come back). */
+bool tw__p_claim_key(struct tw__pkey *k, struct tw__pwatch **claimed);
+/* Detach, count (as `count`) and hand back to fn a list of claimed
+ * records, no lock held; returns how many. */
+int64_t tw__p_hand_back(struct tw__pwatch *claimed, unsigned count,
+                        tw_delayed_handback_fn *fn, void *ctx);
 /* Hand back every record of one shard, waiting for owners and for
  * claimers still detaching, until the shard holds no key (stop). */
 int64_t tw__p_stop_shard(struct tw__pshard *sh, tw_delayed_handback_fn *fn,
@@ -373,9 +408,6 @@ void tw__p_tick_stop(struct tw_purgatory *p);
 void tw__p_tick_free(struct tw_purgatory *p);
 
 /* ---- timeout.c ---- */
-/* A timeout fired: claim a WATCHING record (true) or leave EXPIRE on an
- * owned one (false; a DONE one is left alone). */
-bool tw__p_expire_or_note(struct tw__pwatch *w);
 /* Over a core wheel or a caller's timer: arm w's timeout; 0 or a negative
  * code (the record is then untouched). */
 int tw__p_arm(struct tw__pwatch *w, uint64_t timeout_ns);

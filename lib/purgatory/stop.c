@@ -1,6 +1,7 @@
 /*
- * The end of a purgatory: the gate that stop closes, stop, destroy, and
- * the hand-back frames that refuse the calls a hand-back must not make.
+ * The end of a purgatory: the gate that stop closes, stop, destroy. What
+ * stop hands back, and the frames that refuse the calls a hand-back must
+ * not make, are in handback.c (shared with cancel_key).
  *
  * Stop closes a gate that every watch passes (counts of watches in
  * progress, one per stripe, and a closed flag), waits until
@@ -22,43 +23,12 @@
  * until STOPPED before returning 0, so "stop on one thread, destroy on
  * another" frees p only after the working stop has let go of it: setting
  * STOPPED is the working stop's last access to p.
- *
- * From inside a hand-back function, on the thread running the stop or the
- * cancel_key that called it, two calls cannot be honoured: destroy (the
- * caller of the hand-back still uses p when fn returns: a use after free)
- * and, from stop's own hand-back, stop (it would wait for itself). Both
- * answer -EDEADLK, as the same calls from a try_complete do; Netty's
- * HashedWheelTimer refuses stop() from a TimerTask the same way. A frame
- * pushed on the thread's stack around the hand-backs tells them apart.
+
  */
 #include <errno.h>
 #include <sched.h>
 
 #include "purgatory.h"
-
-static _Thread_local struct tw__pframe *frames;
-
-void tw__p_frame_push(struct tw__pframe *f, const struct tw_purgatory *p,
-                      bool stop)
-{
-    f->p = p;
-    f->stop = stop;
-    f->up = frames;
-    frames = f;
-}
-
-void tw__p_frame_pop(const struct tw__pframe *f)
-{
-    frames = f->up;
-}
-
-bool tw__p_in_handback(const struct tw_purgatory *p, bool stop_only)
-{
-    for (const struct tw__pframe *f = frames; f; f = f->up)
-        if (f->p == p && (f->stop || !stop_only))
-            return true;
-    return false;
-}
 
 /* Close the gate and wait for the watches inside to leave. */
 static void close_gate(struct tw_purgatory *p)

@@ -191,7 +191,7 @@ static void on_fired(struct tw_timer *tm, void *ctx)
     struct tw__pshard *sh = ctx;
     struct tw__pwatch *w = TW_CONTAINER_OF(tm, struct tw__pwatch, timer);
 
-    if (tw__p_expire_or_note(w)) {
+    if (tw__p_take_or_note(w, TW__P_DONE, TW__P_EXPIRE)) {
         w->next = sh->fired;
         sh->fired = w;
     }

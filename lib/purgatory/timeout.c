@@ -34,23 +34,6 @@ uint64_t tw_purgatory_monotonic(void *ctx)
     return tw__mono_ns();
 }
 
-bool tw__p_expire_or_note(struct tw__pwatch *w)
-{
-    unsigned s = atomic_load(&w->state);
-
-    for (;;) {
-        if (s & TW__P_DONE)
-            return false;
-        if (s == 0) {
-            if (tw__p_cas(w, &s, TW__P_DONE))
-                return true;
-            continue;
-        }
-        if (tw__p_cas(w, &s, s | TW__P_EXPIRE))
-            return false;
-    }
-}
-
 static void expire(struct tw__pwatch *w)
 {
     w->outcome = TW_DELAYED_EXPIRED;
@@ -63,7 +46,7 @@ static void on_core_timer(struct tw_timer *t, void *arg)
     struct tw__pwatch *w = arg;
 
     (void)t;
-    if (tw__p_expire_or_note(w))
+    if (tw__p_take_or_note(w, TW__P_DONE, TW__P_EXPIRE))
         expire(w);
 }
 
@@ -136,7 +119,7 @@ int tw_purgatory_expire(struct tw_purgatory *p, struct tw_delayed *op)
     w = op->watch;
     if (tw_delayed_state(op) != TW_DELAYED_WATCHED || !w || w->p != p)
         return 0;
-    if (!tw__p_expire_or_note(w))
+    if (!tw__p_take_or_note(w, TW__P_DONE, TW__P_EXPIRE))
         return 0;
     expire(w);
     return 1;

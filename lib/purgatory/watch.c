@@ -29,13 +29,6 @@ void tw_delayed_init(struct tw_delayed *op, tw_try_complete_fn *try_complete,
                               .state = TW_DELAYED_IDLE};
 }
 
-enum tw_delayed_state tw_delayed_state(const struct tw_delayed *op)
-{
-    if (!op)
-        return TW_DELAYED_IDLE;
-    return (enum tw_delayed_state)__atomic_load_n(&op->state, __ATOMIC_ACQUIRE);
-}
-
 /* Every key usable, none twice; fills hash[]. 0, -EINVAL or -E2BIG. */
 static int keys_ok(const struct tw_key *keys, size_t n, uint64_t *hash)
 {

@@ -150,7 +150,7 @@
 #define RATE_MIN 0.05
 #define RATE_MAX 10.0
 
-_Thread_local struct tw__clock_base tw__clock_mine TW__TLS_IE;
+_Thread_local struct tw__clock_base tw__clock_mine;
 
 #define UNDECIDED (-1) /* the mode before the first reading */
 

@@ -35,7 +35,7 @@ struct tw__clock_base {
     uint32_t calls; /* readings the base has served */
 };
 
-extern _Thread_local struct tw__clock_base tw__clock_mine TW__TLS_IE;
+extern _Thread_local struct tw__clock_base tw__clock_mine;
 
 /* The slow path (clock.c): a real reading, which becomes the thread's new
  * base when the TSC may be used. */

@@ -115,7 +115,7 @@
 
 /* Bit i: stripe index i is owned by a live thread. */
 static atomic_uint_fast64_t claimed;
-_Thread_local unsigned tw__my_stripe TW__TLS_IE;
+_Thread_local unsigned tw__my_stripe;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t key;
 static atomic_bool key_made;
@@ -353,7 +353,7 @@ TW_PUBLIC int tw_service_stats(struct tw_service *s,
     if (s->forked)
         return -ECHILD; /* fork.c */
     for (int k = 0; k < STATS_TRIES && spread; k++) {
-        struct tw_service_stats r;
+        struct tw_service_stats r = {0}; /* the reserved tail: zero */
         uint64_t before = accepted(s), done, after;
 
         outcomes(s, &r);

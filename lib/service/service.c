@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "reserved.h"
 #include "sat.h"
 #include "service.h"
 
@@ -153,7 +154,8 @@ tw_service_create(const struct tw_service_config *cfg, int *err)
     struct tw_service *s = NULL;
     int rc = -EINVAL;
 
-    if (cfg && cfg->executor_threads <= MAX_EXECUTOR_THREADS &&
+    if (cfg && tw__reserved_zero(cfg->reserved) &&
+        cfg->executor_threads <= MAX_EXECUTOR_THREADS &&
         (cfg->catchup == TW_CATCHUP_SKIP || cfg->catchup == TW_CATCHUP_ALL)) {
         tw__gate_init();
         tw__fork_watch();

@@ -102,7 +102,7 @@ int tw__gate_reserve_slow(struct tw_service *s, struct tw__stripe *st);
 extern atomic_bool tw__asym;
 bool tw__gate_membarrier(void);
 /* This thread's stripe index + 1 (gate.c); 0: not claimed yet. */
-extern _Thread_local unsigned tw__my_stripe TW__TLS_IE;
+extern _Thread_local unsigned tw__my_stripe;
 
 /* ring.c */
 struct tw__rings *tw__rings_make(struct tw_service *s);

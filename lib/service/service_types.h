@@ -355,13 +355,4 @@ struct tw_service {
 /* callbacks.c: slots a callback may take, from its first. */
 #define TW__CB_PROBE 16
 
-/* Initial-exec TLS: one load off %fs instead of a call to __tls_get_addr
- * on every schedule and cancel (a few bytes of the static TLS surplus when
- * the library is loaded with dlopen). */
-#if defined(__GNUC__)
-#define TW__TLS_IE __attribute__((tls_model("initial-exec")))
-#else
-#define TW__TLS_IE
-#endif
-
 #endif /* TW_SERVICE_TYPES_H */

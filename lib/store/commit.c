@@ -146,6 +146,7 @@ static void resolve(struct tw_store *s, struct tw__op *ops, size_t n,
     tw__mark_encode(mark, next_seq, s->batch_count);
     tw__db_batch_put(s->batch, tw__mark_key, TW__MARK_KEY_LEN, mark,
                      sizeof mark);
+    tw__repl_resolve(s, ops, n); /* replication: LSNs and 'R' */
 }
 
 /* Pass 3 for a durable schedule. */
@@ -214,6 +215,24 @@ static void undo(struct tw_store *s, struct tw__op *ops, size_t n, int rc)
     }
 }
 
+/* A batch's write and sync for tw_store_metrics() (the worker's). */
+static void count_commit(struct tw_store *s, size_t n, int rc, uint64_t ns)
+{
+    struct tw__stats *st = &s->stats;
+
+    if (rc != 0) {
+        tw__stat_add(&st->sync_failures, 1);
+        return;
+    }
+    tw__stat_add(&st->commits, 1);
+    tw__stat_add(&st->committed_ops, (int64_t)n);
+    tw__stat_set(&st->last_batch_ops, n);
+    tw__stat_add(&st->commit_ns, (int64_t)ns);
+    tw__stat_set(&st->last_commit_ns, ns);
+    if (ns > atomic_load_explicit(&st->max_commit_ns, memory_order_relaxed))
+        tw__stat_set(&st->max_commit_ns, ns);
+}
+
 int tw__commit(struct tw_store *s, struct tw__op *ops, size_t n)
 {
     uint64_t next_seq;
@@ -224,13 +243,20 @@ int tw__commit(struct tw_store *s, struct tw__op *ops, size_t n)
     rc = s->err;
     pthread_mutex_unlock(&s->mu);
     if (rc == 0) {
+        uint64_t t0;
+
         resolve(s, ops, n, next_seq);
+        t0 = tw__mono_ns();
         rc = tw__db_write(s->db, s->batch);
+        count_commit(s, n, rc, tw__mono_ns() - t0);
+        if (rc == 0)
+            rc = tw__repl_commit(s, ops, n); /* replication: to cfg.log */
         if (rc == 0) {
             tw__witness_note(&s->witness, next_seq);
             atomic_store_explicit(&s->count, s->batch_count,
                                   memory_order_relaxed);
             apply(s, ops, n);
+            tw__stat_set(&s->stats.in_memory, s->loaded);
         } else
             undo(s, ops, n, rc);
     } else {

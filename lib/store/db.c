@@ -49,6 +49,7 @@ struct tw__db {
     rocksdb_block_based_table_options_t *table;
     rocksdb_cache_t *cache;
     rocksdb_writeoptions_t *sync_write;
+    rocksdb_writeoptions_t *plain_write; /* a follower's apply */
     rocksdb_readoptions_t *read;
 };
 
@@ -140,7 +141,7 @@ static void set_options(struct tw__db *d, bool create)
 
 int tw__db_open(const char *path, bool create, struct tw__db **out)
 {
-    struct tw__db *d = calloc(1, sizeof *d);
+    struct tw__db *d = tw__zalloc(sizeof *d);
     char *err = NULL;
 
     if (!d)
@@ -149,6 +150,7 @@ int tw__db_open(const char *path, bool create, struct tw__db **out)
     set_options(d, create);
     d->sync_write = rocksdb_writeoptions_create();
     rocksdb_writeoptions_set_sync(d->sync_write, 1);
+    d->plain_write = rocksdb_writeoptions_create();
     d->read = rocksdb_readoptions_create();
     d->db = rocksdb_open(d->opt, path, &err);
     if (err) {
@@ -186,10 +188,11 @@ void tw__db_close(struct tw__db *d)
     }
     rocksdb_readoptions_destroy(d->read);
     rocksdb_writeoptions_destroy(d->sync_write);
+    rocksdb_writeoptions_destroy(d->plain_write);
     rocksdb_options_destroy(d->opt);
     rocksdb_block_based_options_destroy(d->table);
     rocksdb_cache_destroy(d->cache);
-    free(d);
+    tw_free(d, sizeof *d);
 }
 
 struct tw__db_batch *tw__db_batch_new(void)
@@ -227,6 +230,14 @@ int tw__db_write(struct tw__db *d, struct tw__db_batch *b)
     return err ? take_err(err) : 0;
 }
 
+int tw__db_write_nosync(struct tw__db *d, struct tw__db_batch *b)
+{
+    char *err = NULL;
+
+    rocksdb_write(d->db, d->plain_write, (rocksdb_writebatch_t *)b, &err);
+    return err ? take_err(err) : 0;
+}
+
 int tw__db_get(struct tw__db *d, const void *k, size_t kl, void *v, size_t *vl)
 {
     char *err = NULL;
@@ -245,7 +256,7 @@ int tw__db_get(struct tw__db *d, const void *k, size_t kl, void *v, size_t *vl)
 
 struct tw__db_iter *tw__db_iter_new(struct tw__db *d, const void *k, size_t kl)
 {
-    struct tw__db_iter *it = calloc(1, sizeof *it);
+    struct tw__db_iter *it = tw__zalloc(sizeof *it);
 
     if (!it)
         return NULL;
@@ -294,5 +305,5 @@ void tw__db_iter_free(struct tw__db_iter *it)
         return;
     rocksdb_iter_destroy(it->it);
     rocksdb_readoptions_destroy(it->ro);
-    free(it);
+    tw_free(it, sizeof *it);
 }

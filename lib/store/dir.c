@@ -32,7 +32,7 @@
 static char *join(const char *dir, const char *name)
 {
     size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
+    char *p = tw_alloc(n);
 
     if (p)
         snprintf(p, n, "%s/%s", dir, name);
@@ -58,7 +58,7 @@ static int take_lock(const char *dir, int *lockfd)
     if (!path)
         return -ENOMEM;
     fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    free(path);
+    tw__strfree(path);
     if (fd < 0)
         return neg_errno();
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -100,7 +100,7 @@ static int read_marker(const char *dir)
     if (!path)
         return -ENOMEM;
     fd = open(path, O_RDONLY | O_CLOEXEC);
-    free(path);
+    tw__strfree(path);
     if (fd < 0)
         return errno == ENOENT ? -ENOENT : neg_errno();
     n = read(fd, buf, sizeof buf - 1);
@@ -157,8 +157,8 @@ static int write_marker(const char *dir)
         rc = neg_errno();
     if (rc == 0)
         rc = sync_dir(dir);
-    free(tmp);
-    free(path);
+    tw__strfree(tmp);
+    tw__strfree(path);
     return rc;
 }
 
@@ -180,11 +180,11 @@ static int db_has_data(const char *dir)
                 (!strcmp(e->d_name + n - 4, ".sst") ||
                  (!strcmp(e->d_name + n - 4, ".log") && stat(file, &st) == 0 &&
                   st.st_size > 0));
-        free(file);
+        tw__strfree(file);
     }
     if (d)
         closedir(d);
-    free(path);
+    tw__strfree(path);
     return found;
 }
 
@@ -201,7 +201,7 @@ static int db_missing(const char *dir)
     if (!path)
         return -ENOMEM;
     rc = stat(path, &st) == 0 ? 0 : errno == ENOENT ? 1 : neg_errno();
-    free(path);
+    tw__strfree(path);
     if (rc == 1 && db_has_data(dir))
         return -EBADMSG;
     return rc;
@@ -234,8 +234,10 @@ static int refuse_foreign(const char *dir)
 {
     int rc = read_marker(dir);
 
-    if (rc != -ENOENT)
+    if (rc == 0 || rc == -EBADMSG)
         return 0; /* a store (or damaged): the lock first */
+    if (rc != -ENOENT)
+        return rc;
     rc = has_foreign_files(dir);
     return rc > 0 ? -ENOTEMPTY : rc;
 }

@@ -53,3 +53,29 @@ int tw__mark_decode(const void *v, size_t vl, uint64_t *next_seq,
     *count = tw__get_be64((const unsigned char *)v + 8);
     return 0;
 }
+
+const char tw__repl_key[TW__REPL_KEY_LEN] = {'R'};
+
+void tw__repl_encode(const struct tw__repl_rec *r,
+                     unsigned char v[TW__REPL_LEN])
+{
+    tw__put_be64(v, r->set);
+    tw__put_be64(v + 8, r->epoch);
+    tw__put_be64(v + 16, r->lsn);
+    tw__put_be64(v + 24, r->watermark);
+    v[32] = r->leader ? 'L' : 'F';
+}
+
+int tw__repl_decode(const void *v, size_t vl, struct tw__repl_rec *r)
+{
+    const unsigned char *p = v;
+
+    if (vl != TW__REPL_LEN || (p[32] != 'L' && p[32] != 'F'))
+        return -EBADMSG;
+    r->set = tw__get_be64(p);
+    r->epoch = tw__get_be64(p + 8);
+    r->lsn = tw__get_be64(p + 16);
+    r->watermark = tw__get_be64(p + 24);
+    r->leader = p[32] == 'L';
+    return 0;
+}

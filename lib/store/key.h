@@ -7,7 +7,11 @@
  * sort as time does:
  *   'T' deadline(8, big-endian) seq(8, big-endian) -> payload bytes
  *   'M'                   -> next seq, timers held (8 + 8, big-endian)
- * 'M' sorts before 'T', and nothing sorts after the timers. The marker
+ *   'R'                   -> a replica's place: set, epoch, LSN, watermark
+ *                            (8 each, big-endian), role ('L' or 'F');
+ *                            only in a replicated store (repl.h)
+ * 'M' and 'R' sort before 'T', and nothing sorts after the timers. A
+ * store without 'R' is read as before it existed. The marker
  * file of the directory (dir.c) names TW__FORMAT, the version of this
  * layout: a change here is a new version.
  */
@@ -67,5 +71,20 @@ void tw__mark_encode(unsigned char v[TW__MARK_LEN], uint64_t next_seq,
 /* 0 and the fields, or -EBADMSG when vl is not TW__MARK_LEN. */
 int tw__mark_decode(const void *v, size_t vl, uint64_t *next_seq,
                     uint64_t *count);
+
+/* The 'R' record of a replica (repl.h). */
+extern const char tw__repl_key[1]; /* "R", TW__REPL_KEY_LEN bytes */
+#define TW__REPL_KEY_LEN 1
+#define TW__REPL_LEN 33
+
+struct tw__repl_rec {
+    uint64_t set, epoch, lsn, watermark;
+    bool leader;
+};
+
+void tw__repl_encode(const struct tw__repl_rec *r,
+                     unsigned char v[TW__REPL_LEN]);
+/* 0 and *r, or -EBADMSG for a value of another length or role. */
+int tw__repl_decode(const void *v, size_t vl, struct tw__repl_rec *r);
 
 #endif /* TW_STORE_KEY_H */

@@ -9,7 +9,7 @@
  * a callback cannot deadlock the store.
  */
 #include <errno.h>
-#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "sat.h"
@@ -25,9 +25,13 @@ int tw__ops_reserve(struct tw_store *s, size_t n)
         return 0;
     while (cap < s->qlen + n)
         cap *= 2;
-    q = realloc(s->q, cap * sizeof *q);
+    q = tw_alloc(cap * sizeof *q);
     if (!q)
         return -ENOMEM;
+    if (s->q) {
+        memcpy(q, s->q, s->qlen * sizeof *q);
+        tw_free(s->q, s->qcap * sizeof *q);
+    }
     s->q = q;
     s->qcap = cap;
     return 0;
@@ -44,6 +48,8 @@ static int admit(struct tw_store *s)
         return -ESHUTDOWN;
     if (s->err)
         return s->err;
+    if (tw__repl_refuse(s)) /* replication: a follower takes none */
+        return tw__repl_refuse(s);
     return tw__ops_reserve(s, 1);
 }
 
@@ -64,6 +70,7 @@ static int submit(struct tw_store *s, struct tw__op *op, bool new_id)
             s->q_first_ns = tw__mono_ns();
         s->q[s->qlen++] = *op;
         s->accepted++;
+        tw__stat_set(&s->stats.accepted, s->accepted);
         if (s->qlen == 1 || s->qlen == s->cfg.commit_ops)
             pthread_cond_signal(&s->work_cv);
     }
@@ -81,6 +88,8 @@ int tw_store_schedule_at(struct tw_store *s, uint64_t deadline_ns,
 
     if (!s || (!payload && len) || len > TW_STORE_PAYLOAD_MAX)
         return -EINVAL;
+    if (tw__forked(s))
+        return -ECHILD;
     op.id.deadline_ns = deadline_ns;
     op.e = tw__entry_new(op.id, payload, len);
     if (!op.e)
@@ -114,6 +123,8 @@ static int removal(struct tw_store *s, uint8_t kind, struct tw_store_id id,
 
     if (!s)
         return -EINVAL;
+    if (tw__forked(s))
+        return -ECHILD;
     return submit(s, &op, false);
 }
 
@@ -136,6 +147,8 @@ int tw_store_sync(struct tw_store *s)
 
     if (!s)
         return -EINVAL;
+    if (tw__forked(s))
+        return -ECHILD;
     if (tw__on_worker(s))
         return -EDEADLK;
     pthread_mutex_lock(&s->mu);
@@ -158,6 +171,8 @@ int tw_store_schedule_durable(struct tw_store *s, uint64_t deadline_ns,
 {
     int rc;
 
+    if (s && tw__forked(s))
+        return -ECHILD;
     if (s && tw__on_worker(s))
         return -EDEADLK;
     rc = tw_store_schedule_at(s, deadline_ns, payload, len, NULL, NULL, id);

@@ -40,6 +40,12 @@ struct tw__polled {
     unsigned char payload[];
 };
 
+static void polled_free(struct tw__polled *p)
+{
+    if (p)
+        tw_free(p, sizeof *p + p->len);
+}
+
 int tw__poll_init(struct tw_store *s)
 {
     s->evfd = -1;
@@ -58,7 +64,7 @@ void tw__poll_fini(struct tw_store *s)
         return;
     while ((p = s->polled_head)) {
         s->polled_head = p->next;
-        free(p);
+        polled_free(p);
     }
     if (s->evfd >= 0)
         close(s->evfd);
@@ -76,7 +82,7 @@ static void signal_fd(int fd, bool on)
 
 bool tw__poll_push(struct tw_store *s, struct tw__entry *e)
 {
-    struct tw__polled *p = malloc(sizeof *p + e->len);
+    struct tw__polled *p = tw_alloc(sizeof *p + e->len);
 
     if (!p)
         return false;
@@ -127,7 +133,7 @@ void tw__poll_withdraw(struct tw_store *s, struct tw__entry *e)
     if (p)
         unlink_copy(s, p);
     pthread_mutex_unlock(&s->poll_mu);
-    free(p);
+    polled_free(p);
 }
 
 /* The oldest waiting delivery, or NULL; the last one out drains the fd. */
@@ -145,6 +151,8 @@ static struct tw__polled *pop(struct tw_store *s)
 
 int tw_store_fd(const struct tw_store *s)
 {
+    if (s && tw__forked(s))
+        return -ECHILD;
     return s && s->cfg.polled ? s->evfd : -EINVAL;
 }
 
@@ -156,9 +164,11 @@ int64_t tw_store_poll(struct tw_store *s, tw_store_deliver_fn *fn, void *arg,
 
     if (!s || !fn || !max || !s->cfg.polled)
         return -EINVAL;
+    if (tw__forked(s))
+        return -ECHILD;
     while ((uint64_t)n < max && (p = pop(s))) {
         fn(s, p->id, p->payload, p->len, arg);
-        free(p);
+        polled_free(p);
         n++;
     }
     return n;

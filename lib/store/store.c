@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "reserved.h"
 #include "store.h"
 
 /* The store whose worker this thread is, if any: set by the worker itself,
@@ -48,7 +49,8 @@ void tw_store_config_init(struct tw_store_config *cfg)
 static bool config_ok(const struct tw_store_config *c)
 {
     return c && !c->deliver == c->polled && c->commit_ns && c->commit_ops &&
-           c->window_ns && c->window_max >= 16 && c->queue_max;
+           c->window_ns && c->window_max >= 16 && c->queue_max &&
+           tw__reserved_zero(c->reserved);
 }
 
 /* Under s->mu: must the queue's batch be committed now? */
@@ -88,6 +90,7 @@ static void commit_one(struct tw_store *s)
         s->fail_at = first;
     }
     s->finished += n;
+    tw__stat_set(&s->stats.finished, s->finished);
     pthread_cond_broadcast(&s->done_cv);
 }
 
@@ -121,13 +124,15 @@ static void *worker_main(void *arg)
     pthread_mutex_lock(&s->mu);
     while (!(s->closing && s->qlen == 0)) {
         uint64_t wait;
+        int err;
 
         if (batch_ready(s, tw__mono_ns())) {
             commit_one(s);
             continue;
         }
+        err = s->err; /* tw_store_fence() sets it from any thread */
         pthread_mutex_unlock(&s->mu);
-        wait = s->err ? UINT64_MAX : tw__window_step(s);
+        wait = err ? UINT64_MAX : tw__repl_step(s); /* replication */
         pthread_mutex_lock(&s->mu);
         if (!batch_ready(s, tw__mono_ns()) && !s->closing)
             sleep_until_work(s, wait);
@@ -201,6 +206,7 @@ static int sync_init(struct tw_store *s)
 static void release(struct tw_store *s)
 {
     tw__window_fini(s);
+    tw__repl_close(s);
     tw__poll_fini(s);
     tw__db_batch_free(s->batch);
     tw__db_close(s->db);
@@ -211,11 +217,14 @@ static void release(struct tw_store *s)
     pthread_cond_destroy(&s->work_cv);
     pthread_cond_destroy(&s->done_cv);
     pthread_cond_destroy(&s->space_cv);
-    free(s->q);
-    free(s->wq);
-    free(s->writes);
-    free(s->dir);
-    free(s);
+    if (s->q)
+        tw_free(s->q, s->qcap * sizeof *s->q);
+    if (s->wq)
+        tw_free(s->wq, s->cfg.commit_ops * sizeof *s->wq);
+    if (s->writes)
+        tw_free(s->writes, s->cfg.commit_ops * sizeof *s->writes);
+    tw__strfree(s->dir);
+    tw_free(s, sizeof *s);
 }
 
 static int open_parts(struct tw_store *s, const char *dir)
@@ -227,22 +236,24 @@ static int open_parts(struct tw_store *s, const char *dir)
     if (rc != 0)
         return rc;
     path = tw__dir_db_path(dir);
-    s->dir = strdup(dir);
+    s->dir = tw__strdup(dir);
     s->batch = tw__db_batch_new();
-    s->wq = malloc(s->cfg.commit_ops * sizeof *s->wq);
-    s->writes = malloc(s->cfg.commit_ops * sizeof *s->writes);
+    s->wq = tw_alloc(s->cfg.commit_ops * sizeof *s->wq);
+    s->writes = tw_alloc(s->cfg.commit_ops * sizeof *s->writes);
     if (!path || !s->dir || !s->batch || !s->wq || !s->writes) {
-        free(path);
+        tw__strfree(path);
         return -ENOMEM;
     }
     rc = tw__witness_open(&s->witness, dir);
     if (rc == 0)
         rc = tw__db_open(path, create, &s->db);
-    free(path);
+    tw__strfree(path);
     if (rc == 0)
         rc = read_seq(s, create);
     if (rc == 0)
         rc = check_witness(s->next_seq, s->witness.written);
+    if (rc == 0)
+        rc = tw__repl_open(s); /* replication: the 'R' record */
     return rc ? rc : tw__window_init(s);
 }
 
@@ -252,12 +263,13 @@ struct tw_store *tw_store_open(const char *dir,
     struct tw_store *s;
     int rc = -EINVAL;
 
-    if (!dir || !config_ok(cfg) || !(s = calloc(1, sizeof *s))) {
+    if (!dir || !config_ok(cfg) || !(s = tw__zalloc(sizeof *s))) {
         if (err)
             *err = dir && config_ok(cfg) ? -ENOMEM : -EINVAL;
         return NULL;
     }
     s->cfg = *cfg;
+    s->fork_gen = tw__fork_watch();
     s->lockfd = -1;
     s->evfd = -1;
     s->witness.fd = -1;
@@ -283,6 +295,8 @@ int tw_store_close(struct tw_store *s)
 
     if (!s)
         return 0;
+    if (tw__forked(s))
+        return -ECHILD; /* the parent's: fork.c */
     if (tw__on_worker(s))
         return -EDEADLK;
     pthread_mutex_lock(&s->mu);
@@ -334,7 +348,7 @@ int64_t tw_store_scan(const char *dir, tw_store_visit_fn *fn, void *ctx)
         return rc;
     path = tw__dir_db_path(dir);
     rc = !path ? -ENOMEM : create ? 0 : tw__db_open(path, false, &db);
-    free(path);
+    tw__strfree(path);
     if (rc == 0)
         rc = scan_witness(db, dir);
     it = db && rc == 0 ? tw__db_iter_new(db, low, tw__key_first(low)) : NULL;

@@ -18,6 +18,13 @@
  *             the core wheel, the due queue, rate-bounded delivery.
  *   poll.c    polled delivery: a FIFO of copies and an eventfd for an
  *             event loop's thread (cfg.polled).
+ *   changelog.c, follower.c, snapshot.c  replication: the change log,
+ *             the follower and its promotion, snapshots (their index and
+ *             formats: repl.h).
+ *   fork.c    what a child of fork() may do with an inherited store:
+ *             nothing but -ECHILD (a generation bumped by pthread_atfork).
+ *   metrics.c tw_store_metrics() and its Prometheus text: figures kept
+ *             where they change, read without a lock.
  *   witness.c dir/DURABLE, how far the durable commits reached, kept
  *             outside the database: a log that lost synced commits is
  *             reported at the next open.
@@ -46,9 +53,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "clockns.h"
 #include "key.h"
+#include "repl.h"
 #include "timewheel/core.h"
 #include "timewheel/store.h"
 
@@ -68,6 +77,8 @@ void tw__db_batch_put(struct tw__db_batch *b, const void *k, size_t kl,
 void tw__db_batch_del(struct tw__db_batch *b, const void *k, size_t kl);
 /* Write b and sync it to disk. 0 or a negative errno. */
 int tw__db_write(struct tw__db *db, struct tw__db_batch *b);
+/* Write b without a sync (a follower's apply: the log holds it). */
+int tw__db_write_nosync(struct tw__db *db, struct tw__db_batch *b);
 /* 1 and up to *vl bytes of the value into v (*vl set to its length), 0 if
  * absent, or a negative errno. */
 int tw__db_get(struct tw__db *db, const void *k, size_t kl, void *v,
@@ -90,7 +101,7 @@ int tw__db_errno(const char *msg);
 /* Check or create the store in dir and take its lock: the lock's fd in
  * *lockfd, whether the database must be created in *create. */
 int tw__dir_open(const char *dir, int *lockfd, bool *create);
-/* The database's folder inside dir (a new string, free() it). */
+/* The database's folder inside dir (a new string: tw__strfree()). */
 char *tw__dir_db_path(const char *dir);
 
 /* ---- witness.c -------------------------------------------------------------
@@ -117,7 +128,38 @@ void tw__witness_note(struct tw__witness *w, uint64_t seq);
 void tw__witness_close(struct tw__witness *w);
 
 /* ---- memory ----------------------------------------------------------------
+ *
+ * Every block the store allocates for itself comes from the library's
+ * allocator (tw_alloc(), tw_free() with the size asked; tw_set_allocator()
+ * routes them), as every layer's do. RocksDB's own allocations, inside
+ * the database, are RocksDB's (its C++ operator new).
  */
+static inline void *tw__zalloc(size_t n)
+{
+    void *p = tw_alloc(n);
+
+    if (p)
+        memset(p, 0, n);
+    return p;
+}
+
+/* A copy of a string, given back with tw__strfree(). */
+static inline char *tw__strdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = tw_alloc(n);
+
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+static inline void tw__strfree(char *s)
+{
+    if (s)
+        tw_free(s, strlen(s) + 1);
+}
+
 enum tw__state { TW__NEW, TW__ARMED, TW__DUE, TW__DELIVERED };
 
 struct tw__entry {
@@ -165,6 +207,29 @@ struct tw__op {
                           * target in memory that leaves, or NULL */
 };
 
+/* The figures of tw_store_metrics() (metrics.c). Each has one writer at a
+ * time (the worker, or a producer under mu), which stores with a relaxed
+ * load and store (tw__stat_add()), and readers load: no lock, no atomic
+ * read-modify-write on the hot paths. */
+struct tw__stats {
+    _Atomic uint64_t accepted, finished; /* under mu: s->accepted, ... */
+    _Atomic uint64_t commits, committed_ops, last_batch_ops;
+    _Atomic uint64_t commit_ns, last_commit_ns, max_commit_ns;
+    _Atomic uint64_t sync_failures;
+    _Atomic uint64_t deliveries, unacked, in_memory;
+};
+
+static inline void tw__stat_set(_Atomic uint64_t *c, uint64_t v)
+{
+    atomic_store_explicit(c, v, memory_order_relaxed);
+}
+
+static inline void tw__stat_add(_Atomic uint64_t *c, int64_t n)
+{
+    tw__stat_set(c,
+                 atomic_load_explicit(c, memory_order_relaxed) + (uint64_t)n);
+}
+
 /* A put or delete of a batch, before the batch is sorted (commit.c). */
 struct tw__write {
     struct tw_store_id id;
@@ -195,7 +260,9 @@ struct tw_store {
     uint64_t fail_at;    /* ops from this index on failed (when err) */
     int err;             /* sticky failure, 0 while healthy */
     bool closing;
+    unsigned fork_gen;      /* tw__fork_gen at the open (fork.c) */
     _Atomic uint64_t count; /* tw_store_count() */
+    struct tw__stats stats; /* tw_store_metrics() */
 
     /* The worker's alone. */
     struct tw__op *wq; /* the batch being committed */
@@ -212,6 +279,9 @@ struct tw_store {
     double tokens;      /* deliveries the rate allows now */
     uint64_t tokens_at; /* CLOCK_MONOTONIC of the last refill */
 
+    /* Replication (repl.h: changelog.c, follower.c, snapshot.c). */
+    struct tw__repl repl;
+
     /* Polled delivery (poll.c): the FIFO under poll_mu, and its eventfd. */
     pthread_mutex_t poll_mu;
     struct tw__polled *polled_head, *polled_tail;
@@ -219,6 +289,18 @@ struct tw_store {
 };
 
 bool tw__on_worker(const struct tw_store *s);
+
+/* fork.c: the fork generation now (watching for forks from the first
+ * call on); a store notes it at its open. */
+extern _Atomic unsigned tw__fork_gen;
+unsigned tw__fork_watch(void);
+
+/* Is this a child of fork() holding its parent's store? */
+static inline bool tw__forked(const struct tw_store *s)
+{
+    return atomic_load_explicit(&tw__fork_gen, memory_order_relaxed) !=
+           s->fork_gen;
+}
 
 /* ops.c */
 int tw__ops_reserve(struct tw_store *s, size_t n);

@@ -27,7 +27,7 @@ int tw__table_init(struct tw__table *t, size_t max)
 
     while (cap < 2 * max)
         cap <<= 1;
-    t->slot = calloc(cap, sizeof *t->slot);
+    t->slot = tw__zalloc(cap * sizeof *t->slot);
     if (!t->slot)
         return -ENOMEM;
     t->mask = cap - 1;
@@ -37,7 +37,8 @@ int tw__table_init(struct tw__table *t, size_t max)
 
 void tw__table_fini(struct tw__table *t)
 {
-    free(t->slot);
+    if (t->slot)
+        tw_free(t->slot, (t->mask + 1) * sizeof *t->slot);
     t->slot = NULL;
 }
 
@@ -102,7 +103,7 @@ void tw__table_remove(struct tw__table *t, struct tw__entry *e)
 struct tw__entry *tw__entry_new(struct tw_store_id id, const void *payload,
                                 size_t len)
 {
-    struct tw__entry *e = malloc(sizeof *e + len);
+    struct tw__entry *e = tw_alloc(sizeof *e + len);
 
     if (!e)
         return NULL;
@@ -116,5 +117,6 @@ struct tw__entry *tw__entry_new(struct tw_store_id id, const void *payload,
 
 void tw__entry_free(struct tw__entry *e)
 {
-    free(e);
+    if (e)
+        tw_free(e, sizeof *e + e->len);
 }

@@ -115,8 +115,11 @@ void tw__window_drop(struct tw_store *s, struct tw__entry *e)
     s->loaded--;
     if (e->state == TW__ARMED)
         tw_cancel(s->wheel, &e->timer);
-    if (e->state == TW__DELIVERED && s->cfg.polled)
-        tw__poll_withdraw(s, e);
+    if (e->state == TW__DELIVERED) {
+        tw__stat_add(&s->stats.unacked, -1);
+        if (s->cfg.polled)
+            tw__poll_withdraw(s, e);
+    }
     if (e->state == TW__DUE)
         e->dead = true;
     else
@@ -216,6 +219,8 @@ static uint64_t deliver(struct tw_store *s)
             tw__entry_free(e);
         } else if (e->id.deadline_ns > tw__real_ns()) {
             return WHEEL_TICK_NS; /* the wall clock stepped back */
+        } else if (!tw__repl_may_deliver(s)) {
+            return WHEEL_TICK_NS; /* replication: no lease, no delivery */
         } else if (s->cfg.deliver_rate && s->tokens < 1) {
             return (uint64_t)((1 - s->tokens) * 1e9 / s->cfg.deliver_rate) + 1;
         } else {
@@ -226,6 +231,8 @@ static uint64_t deliver(struct tw_store *s)
             s->due_head = next;
             s->tokens -= 1;
             e->state = TW__DELIVERED;
+            tw__stat_add(&s->stats.deliveries, 1);
+            tw__stat_add(&s->stats.unacked, 1);
             if (!s->cfg.polled)
                 s->cfg.deliver(s, e->id, e->payload, e->len,
                                s->cfg.deliver_arg);
@@ -275,6 +282,7 @@ uint64_t tw__window_step(struct tw_store *s)
     if (now > tw_now(s->wheel))
         tw_advance(s->wheel, now);
     wait = deliver(s);
+    tw__stat_set(&s->stats.in_memory, s->loaded);
     now = tw__real_ns();
     return min64(wait, next_work(s, now));
 }

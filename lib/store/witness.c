@@ -20,10 +20,11 @@
  * The witness never claims more than is durable: it is written after the
  * commit's sync, and a crash between the two leaves it behind, which the
  * check allows. It is written by a thread of its own, the latest mark at
- * each turn, so no commit waits for a second sync: it lags the log by at
- * most the one write-and-sync in progress, and a close writes the last
- * mark before it returns. A store without the file (a new one, or one of
- * an older version) has nothing to check until its first commit.
+ * each turn, so no commit waits for it: it lags the log by at most the one
+ * write in progress (after a power loss, by up to WITNESS_SYNC_NS), and a
+ * close writes and syncs the last mark before it returns. A store without the
+ * file (a new one, or one of an older version) has nothing to check until its
+ * first commit.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,10 +37,17 @@
 
 #define WITNESS_LEN 16
 
+/* The mark is written after every commit (into the page cache, which a
+ * killed process leaves behind) and synced at most this often, and at the
+ * close: a sync per commit would double the syncs on the disk the log
+ * shares. A power loss may then leave a mark up to this much older, which
+ * finds less, never more. */
+#define WITNESS_SYNC_NS UINT64_C(100000000) /* 100 ms */
+
 static char *path_of(const char *dir)
 {
     size_t n = strlen(dir) + sizeof "/DURABLE";
-    char *p = malloc(n);
+    char *p = tw_alloc(n);
 
     if (p)
         snprintf(p, n, "%s/DURABLE", dir);
@@ -71,7 +79,7 @@ int tw__witness_read(const char *dir, uint64_t *seq)
     if (!path)
         return -ENOMEM;
     fd = open(path, O_RDONLY | O_CLOEXEC);
-    free(path);
+    tw__strfree(path);
     *seq = 0;
     if (fd < 0)
         return errno == ENOENT ? 0 : -errno;
@@ -80,7 +88,8 @@ int tw__witness_read(const char *dir, uint64_t *seq)
     return rc;
 }
 
-static int write_mark(int fd, uint64_t seq)
+/* The mark into the file; synced when sync is set. */
+static int write_mark(int fd, uint64_t seq, bool sync)
 {
     unsigned char b[WITNESS_LEN];
 
@@ -88,7 +97,7 @@ static int write_mark(int fd, uint64_t seq)
     tw__put_be64(b + 8, ~seq);
     if (pwrite(fd, b, sizeof b, 0) != (ssize_t)sizeof b)
         return errno ? -errno : -EIO;
-    return fdatasync(fd) == 0 ? 0 : -errno;
+    return !sync || fdatasync(fd) == 0 ? 0 : -errno;
 }
 
 /* The thread: write the latest mark noted, one at a time, until told to
@@ -96,11 +105,12 @@ static int write_mark(int fd, uint64_t seq)
 static void *witness_main(void *arg)
 {
     struct tw__witness *w = arg;
-    uint64_t tried = w->written;
+    uint64_t tried = w->written, synced_at = 0;
 
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        uint64_t seq = w->want;
+        uint64_t seq = w->want, now;
+        bool sync;
 
         if (seq == tried) {
             if (w->stop)
@@ -108,13 +118,19 @@ static void *witness_main(void *arg)
             pthread_cond_wait(&w->cv, &w->mu);
             continue;
         }
+        sync = w->stop;
         pthread_mutex_unlock(&w->mu);
-        if (write_mark(w->fd, seq) == 0)
+        now = tw__mono_ns();
+        sync = sync || now - synced_at >= WITNESS_SYNC_NS;
+        if (write_mark(w->fd, seq, sync) == 0) {
             w->written = seq; /* only this thread writes it */
+            synced_at = sync ? now : synced_at;
+        }
         tried = seq;
         pthread_mutex_lock(&w->mu);
     }
     pthread_mutex_unlock(&w->mu);
+    (void)fdatasync(w->fd); /* the last mark, at the close */
     return NULL;
 }
 
@@ -127,7 +143,7 @@ int tw__witness_open(struct tw__witness *w, const char *dir)
     if (!path)
         return -ENOMEM;
     w->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    free(path);
+    tw__strfree(path);
     if (w->fd < 0)
         return -errno;
     rc = read_mark(w->fd, &w->written);

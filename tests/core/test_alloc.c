@@ -140,7 +140,7 @@ Test(core_alloc, create_hashed_fails_cleanly_at_every_allocation,
 }
 
 #ifndef TW_ALLOC_LIBC
-#include <jemalloc/jemalloc.h>
+#include <jemalloc/jemalloc.h> /* the library's private one: tw_je_ names */
 
 static size_t allocated(void)
 {
@@ -148,10 +148,10 @@ static size_t allocated(void)
     size_t sz = sizeof(epoch), bytes = 0;
 
     /* Blocks parked in the thread cache still count as allocated. */
-    cr_assert_eq(mallctl("thread.tcache.flush", NULL, NULL, NULL, 0), 0);
-    cr_assert_eq(mallctl("epoch", &epoch, &sz, &epoch, sz), 0);
+    cr_assert_eq(tw_je_mallctl("thread.tcache.flush", NULL, NULL, NULL, 0), 0);
+    cr_assert_eq(tw_je_mallctl("epoch", &epoch, &sz, &epoch, sz), 0);
     sz = sizeof(bytes);
-    cr_assert_eq(mallctl("stats.allocated", &bytes, &sz, NULL, 0), 0);
+    cr_assert_eq(tw_je_mallctl("stats.allocated", &bytes, &sz, NULL, 0), 0);
     return bytes;
 }
 

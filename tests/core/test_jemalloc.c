@@ -1,10 +1,10 @@
 /*
  * The allocator seam's jemalloc default (lib/core/jemalloc.c), read through
- * jemalloc's own mallctl(): which arena each size class comes from, that
- * blocks go back to it from any thread, that a thread that only frees has
- * a thread cache, that a freed burst is taken again page for page, by the
- * same thread or a new one, and that a thread the application bound to an
- * arena stays there.
+ * the library's private jemalloc's tw_je_mallctl(): which arena each size class
+ * comes from, that blocks go back to it from any thread, that a thread that
+ * only frees has a thread cache, that a freed burst is taken again page for
+ * page, by the same thread or a new one, and that a thread the application
+ * bound to an arena stays there.
  *
  * Each test empties this thread's jemalloc cache first: it holds blocks of
  * every arena by size class (Criterion's own, too), and hands them out
@@ -16,6 +16,8 @@
 #include "util.h"
 
 #ifndef TW_ALLOC_LIBC
+/* The library's private jemalloc (tools/jemalloc.sh), its names
+ * prefixed tw_je_: reachable here because the tests link libtimewheel.a. */
 #include <jemalloc/jemalloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -29,7 +31,7 @@
 
 static void flush_cache(void)
 {
-    cr_assert_eq(mallctl("thread.tcache.flush", NULL, NULL, NULL, 0), 0);
+    cr_assert_eq(tw_je_mallctl("thread.tcache.flush", NULL, NULL, NULL, 0), 0);
 }
 
 static unsigned arena_of(const void *p)
@@ -37,7 +39,7 @@ static unsigned arena_of(const void *p)
     unsigned a;
     size_t len = sizeof(a);
 
-    cr_assert_eq(mallctl("arenas.lookup", &a, &len, &p, sizeof(p)), 0);
+    cr_assert_eq(tw_je_mallctl("arenas.lookup", &a, &len, &p, sizeof(p)), 0);
     return a;
 }
 
@@ -46,7 +48,7 @@ static unsigned read_unsigned(const char *name)
     unsigned v;
     size_t len = sizeof(v);
 
-    cr_assert_eq(mallctl(name, &v, &len, NULL, 0), 0, "%s", name);
+    cr_assert_eq(tw_je_mallctl(name, &v, &len, NULL, 0), 0, "%s", name);
     return v;
 }
 
@@ -56,7 +58,7 @@ static size_t read_size(const char *fmt, unsigned i)
     size_t v, len = sizeof(v);
 
     snprintf(name, sizeof(name), fmt, i);
-    cr_assert_eq(mallctl(name, &v, &len, NULL, 0), 0, "%s", name);
+    cr_assert_eq(tw_je_mallctl(name, &v, &len, NULL, 0), 0, "%s", name);
     return v;
 }
 
@@ -64,7 +66,7 @@ static size_t read_size(const char *fmt, unsigned i)
  * large extent: the classes the library sends to its own arena. */
 static bool large_slab(size_t size)
 {
-    size_t cls = nallocx(size, 0);
+    size_t cls = tw_je_nallocx(size, 0);
     unsigned nbins = read_unsigned("arenas.nbins");
 
     for (unsigned i = 0; i < nbins; i++)
@@ -82,10 +84,10 @@ static size_t arena_small_bytes(unsigned a)
     size_t len = sizeof(epoch), bytes = 0;
     char name[64];
 
-    cr_assert_eq(mallctl("epoch", &epoch, &len, &epoch, len), 0);
+    cr_assert_eq(tw_je_mallctl("epoch", &epoch, &len, &epoch, len), 0);
     snprintf(name, sizeof(name), "stats.arenas.%u.small.allocated", a);
     len = sizeof(bytes);
-    cr_assert_eq(mallctl(name, &bytes, &len, NULL, 0), 0);
+    cr_assert_eq(tw_je_mallctl(name, &bytes, &len, NULL, 0), 0);
     return bytes;
 }
 
@@ -286,8 +288,9 @@ static void set_decay(unsigned a, const ssize_t *ms, ssize_t *old)
         size_t len = sizeof(old[k]);
 
         snprintf(name, sizeof(name), "arena.%u.%s_decay_ms", a, kind[k]);
-        cr_assert_eq(mallctl(name, old ? &old[k] : NULL, old ? &len : NULL,
-                             (void *)&ms[k], sizeof(ms[k])),
+        cr_assert_eq(tw_je_mallctl(name, old ? &old[k] : NULL,
+                                   old ? &len : NULL, (void *)&ms[k],
+                                   sizeof(ms[k])),
                      0, "%s", name);
     }
 }
@@ -454,8 +457,9 @@ Test(core_jemalloc, a_thread_the_application_bound_stays_bound)
     size_t len = sizeof(mine);
     void *p;
 
-    cr_assert_eq(mallctl("arenas.create", &mine, &len, NULL, 0), 0);
-    cr_assert_eq(mallctl("thread.arena", NULL, NULL, &mine, sizeof(mine)), 0);
+    cr_assert_eq(tw_je_mallctl("arenas.create", &mine, &len, NULL, 0), 0);
+    cr_assert_eq(tw_je_mallctl("thread.arena", NULL, NULL, &mine, sizeof(mine)),
+                 0);
     flush_cache();
     p = tw_alloc(HANDLE);
     cr_assert_not_null(p);

@@ -222,16 +222,13 @@ static long create_bytes(struct tw_purgatory_config cfg)
  * the memory its shards take. */
 Test(purgatory_alloc, default_shards_follow_the_mode)
 {
-    struct tw_service_config scfg;
     struct tw_purgatory_config cfg;
     struct tw_service *s;
     struct tw_wheel *w;
     long dflt, few;
 
     install();
-    tw_service_config_init(&scfg, TW_HIER);
-    s = tw_service_create(&scfg, NULL);
-    cr_assert_not_null(s);
+    s = default_service(TW_HIER);
     tw_purgatory_config_init(&cfg);
     cr_assert_eq(cfg.shards, 0u);
     cfg.service = s;

@@ -212,7 +212,6 @@ static void race(unsigned executors)
     static const struct tw_allocator a = {counting_alloc, counting_free, NULL};
     static struct race g;
     struct worker w[THREADS];
-    struct tw_service_config scfg;
     struct tw_purgatory_config pcfg;
     struct tw_purgatory_stats st;
     struct tw_service *s;
@@ -231,10 +230,7 @@ static void race(unsigned executors)
         g.lens[i] = (size_t)snprintf(g.names[i], 12, "topic-%d", i);
     for (long i = 0; i < g.n; i++)
         tw_delayed_init(&g.ops[i].op, try_ready, on_complete, on_expire, NULL);
-    tw_service_config_init(&scfg, TW_HIER);
-    scfg.executor_threads = executors;
-    s = tw_service_create(&scfg, NULL);
-    cr_assert_not_null(s);
+    s = service_pool(TW_HIER, executors);
     tw_purgatory_config_init(&pcfg);
     pcfg.service = s;
     g.p = tw_purgatory_create(&pcfg, NULL);

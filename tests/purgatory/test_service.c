@@ -12,20 +12,6 @@
 #include "preq.h"
 #include "util.h"
 
-static struct tw_service *service_new(unsigned threads, size_t max_pending)
-{
-    struct tw_service_config cfg;
-    struct tw_service *s;
-    int err = 1;
-
-    tw_service_config_init(&cfg, TW_HIER);
-    cfg.executor_threads = threads;
-    cfg.max_pending = max_pending;
-    s = tw_service_create(&cfg, &err);
-    cr_assert(s && err == 0, "service create: %d", err);
-    return s;
-}
-
 /* Destroy both, the purgatory first; the service then holds no timer. */
 static void both_free(struct tw_purgatory *p, struct tw_service *s)
 {
@@ -56,7 +42,7 @@ static void complete_records_thread(struct tw_delayed *op, void *arg)
 
 static void expires_on_a_service_thread(unsigned executors)
 {
-    struct tw_service *s = service_new(executors, 0);
+    struct tw_service *s = service_bounded(TW_HIER, executors, 0);
     struct tw_purgatory *p = purgatory_on(s);
     struct tw_key k[2] = {pkey("a"), pkey("b")};
     struct treq t;
@@ -101,7 +87,7 @@ static void *check_in_thread(void *arg)
 
 Test(purgatory_service, completed_by_another_thread_cancels_its_timeout)
 {
-    struct tw_service *s = service_new(0, 0);
+    struct tw_service *s = service_bounded(TW_HIER, 0, 0);
     struct tw_purgatory *p = purgatory_on(s);
     struct tw_key k = pkey("orders-3");
     struct checker c = {p, "orders-3", -1};
@@ -171,7 +157,7 @@ static void *watch_half_then_check(void *arg)
 Test(purgatory_service, more_shards_than_timeout_wheels)
 {
     enum { N = 512 };
-    struct tw_service *s = service_new(0, 0);
+    struct tw_service *s = service_bounded(TW_HIER, 0, 0);
     struct tw_purgatory_config cfg;
     struct tw_purgatory *p;
     static struct preq r[N];
@@ -219,7 +205,7 @@ static void expire_records_time(struct tw_delayed *op, void *arg)
 Test(purgatory_service, one_service_timer_for_every_timeout)
 {
     enum { N = 200 };
-    struct tw_service *s = service_new(0, 0);
+    struct tw_service *s = service_bounded(TW_HIER, 0, 0);
     struct tw_purgatory *p = purgatory_on(s);
     struct tw_key k[2] = {pkey("x"), pkey("y")};
     struct tw_service_stats st;
@@ -256,7 +242,7 @@ Test(purgatory_service, one_service_timer_for_every_timeout)
 Test(purgatory_service, zero_timeout_races_the_watch)
 {
     enum { N = 300 };
-    struct tw_service *s = service_new(0, 0);
+    struct tw_service *s = service_bounded(TW_HIER, 0, 0);
     struct tw_purgatory *p = purgatory_on(s);
     struct tw_key k = pkey("k");
     static struct preq r[N];
@@ -279,7 +265,7 @@ Test(purgatory_service, zero_timeout_races_the_watch)
 
 Test(purgatory_service, stop_hands_back_and_refuses_later_watches)
 {
-    struct tw_service *s = service_new(0, 0);
+    struct tw_service *s = service_bounded(TW_HIER, 0, 0);
     struct tw_purgatory *p = purgatory_on(s);
     struct tw_key k[2] = {pkey("a"), pkey("b")};
     struct preq r[20], late;
@@ -302,7 +288,7 @@ Test(purgatory_service, stop_hands_back_and_refuses_later_watches)
 
 Test(purgatory_service, cancel_key_hands_back_over_the_service)
 {
-    struct tw_service *s = service_new(0, 0);
+    struct tw_service *s = service_bounded(TW_HIER, 0, 0);
     struct tw_purgatory *p = purgatory_on(s);
     struct tw_key k = pkey("gone");
     struct preq r[5];
@@ -343,7 +329,7 @@ static void wait_pending(struct tw_service *s, uint64_t n)
 /* The service's refusals come back from watch, and lose nothing. */
 Test(purgatory_service, service_refusals_leave_the_operation_idle)
 {
-    struct tw_service *s = service_new(0, 1);
+    struct tw_service *s = service_bounded(TW_HIER, 0, 1);
     struct tw_purgatory *p = purgatory_on(s);
     struct tw_key k = pkey("k");
     struct tw_handle *other;
@@ -439,7 +425,7 @@ static void *check_rounds(void *arg)
 Test(purgatory_service, checking_under_a_caller_lock_cannot_deadlock,
      .timeout = 60)
 {
-    struct tw_service *s = service_new(0, 0);
+    struct tw_service *s = service_bounded(TW_HIER, 0, 0);
     struct tw_purgatory *p = purgatory_on(s);
     struct tw_key k = pkey("k");
     struct locker l[2] = {{p, true, 2000}, {p, false, 2000}};
@@ -500,7 +486,7 @@ static bool try_with_event_meanwhile(struct tw_delayed *op, void *arg)
 
 Test(purgatory_service, event_during_the_first_try_is_not_missed)
 {
-    struct tw_service *s = service_new(0, 0);
+    struct tw_service *s = service_bounded(TW_HIER, 0, 0);
     struct tw_purgatory *p = purgatory_on(s);
     struct tw_key k = pkey("k");
     struct preq r;
@@ -517,7 +503,7 @@ Test(purgatory_service, event_during_the_first_try_is_not_missed)
 /* Over the service too, a completion leaves every key at once. */
 Test(purgatory_service, completion_leaves_every_key)
 {
-    struct tw_service *s = service_new(0, 0);
+    struct tw_service *s = service_bounded(TW_HIER, 0, 0);
     struct tw_purgatory *p = purgatory_on(s);
     struct tw_key k[3] = {pkey("a"), pkey("b"), pkey("c")};
     struct preq r;

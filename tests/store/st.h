@@ -8,10 +8,13 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -172,6 +175,31 @@ static inline int st_count_visit(struct tw_store_id id, const void *p,
     (void)len;
     (*(int64_t *)ctx)++;
     return 0;
+}
+
+/* Run this test binary again, on the one test `filter` names, with the
+ * environment envp (the child half of a test that needs another process:
+ * a second opener, a process killed, an LD_PRELOAD shim), its output to
+ * /dev/null (its stderr kept when keep_stderr); returns its wait status.
+ * posix_spawn(), not fork(): under ThreadSanitizer, fork() runs
+ * jemalloc's pre-fork handlers, which take more locks at once than its
+ * deadlock detector can follow. */
+static inline int st_run_self(const char *filter, char *const envp[],
+                              bool keep_stderr)
+{
+    char *argv[] = {"twtest", "--filter", (char *)filter, NULL};
+    posix_spawn_file_actions_t fa;
+    int status;
+    pid_t pid;
+
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    if (!keep_stderr)
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    cr_assert_eq(posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    return status;
 }
 
 /* What a restart would find: tw_store_scan()'s count of dir, which must

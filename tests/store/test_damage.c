@@ -233,22 +233,13 @@ static void fill_log_and_die(const char *d)
  * timers in WAL_TIMERS / WAL_BATCH commits. Its path into wal. */
 static void make_log(const char *test, char *wal, size_t len)
 {
-    char env[128], filter[128], *argv[] = {"twtest", "--filter", filter, NULL};
-    char *envp[] = {env, NULL};
-    posix_spawn_file_actions_t fa;
-    int status;
-    pid_t pid;
+    char env[128], filter[128], *envp[] = {env, NULL};
 
     snprintf(env, sizeof env, "TWSTORE_WAL_DIR=%s", dir);
     snprintf(filter, sizeof filter, "store_damage/%s", test);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    cr_assert_eq(posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp), 0);
-    posix_spawn_file_actions_destroy(&fa);
     /* The test runner reports its worker's SIGKILL as a crash: the
      * status says nothing; the log's size and the undamaged case do. */
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    (void)st_run_self(filter, envp, false);
     cr_assert(find_file(".log", wal, len), "no write-ahead log");
     cr_assert_gt(file_size(wal), WAL_TIMERS * 17, "the log is not all there");
 }
@@ -393,4 +384,58 @@ Test(store_damage, a_long_key_is_ebadmsg)
     unsigned char k[28] = {'T', 0, 0, 0, 0, 0, 0, 0, 1};
 
     bad_key(k, sizeof k);
+}
+
+/* ---- the witness (lib/store/witness.c) ----------------------------------- */
+
+static void write_witness(const void *b, size_t n)
+{
+    char path[128];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/DURABLE", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(b, 1, n, f), n);
+    fclose(f);
+}
+
+/* A torn or garbled witness is damage; one ahead of the database (a
+ * database replaced by an older copy) too; an empty one is a new store's. */
+Test(store_damage, a_damaged_or_ahead_witness_is_ebadmsg)
+{
+    unsigned char b[16] = {0, 0, 0, 0, 0, 0, 0, 9};
+    struct tw_store *s = st_open(dir, &rec);
+
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "w", 1, NULL), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    write_witness(b, 7); /* torn */
+    cr_assert_eq(open_err(), -EBADMSG);
+    cr_assert_eq(tw_store_scan(dir, st_count_visit, &(int64_t){0}), -EBADMSG);
+    write_witness(b, sizeof b); /* no complement */
+    cr_assert_eq(open_err(), -EBADMSG);
+    for (int i = 8; i < 16; i++)
+        b[i] = (unsigned char)~b[i - 8];
+    b[7] = 200, b[15] = (unsigned char)~200; /* seq 200: ahead */
+    write_witness(b, sizeof b);
+    cr_assert_eq(open_err(), -EBADMSG);
+    cr_assert_eq(tw_store_scan(dir, st_count_visit, &(int64_t){0}), -EBADMSG);
+    write_witness(b, 0); /* empty: nothing to check */
+    cr_assert_eq(open_err(), 0);
+    cr_assert_eq(st_on_disk(dir), 1);
+}
+
+/* A witness that cannot be opened (a directory in its place): the open
+ * says so, with the errno. */
+Test(store_damage, a_witness_that_cannot_be_opened)
+{
+    char path[128];
+    struct tw_store *s = st_open(dir, &rec);
+
+    cr_assert_eq(tw_store_close(s), 0);
+    snprintf(path, sizeof path, "%s/DURABLE", dir);
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(mkdir(path, 0755), 0);
+    cr_assert_eq(open_err(), -EISDIR);
+    cr_assert_eq(tw_store_scan(dir, st_count_visit, &(int64_t){0}), -EISDIR);
 }

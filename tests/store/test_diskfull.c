@@ -237,13 +237,9 @@ Test(store_diskfull, every_write_under_db_fails_with_eio)
 {
     const char *other = getenv("TWSTORE_EIO_DIR");
     char shim[PATH_MAX + 16], pre[PATH_MAX + 32], under[160], fail[192];
-    char *argv[] = {"twtest", "--filter",
-                    "store_diskfull/every_write_under_db_fails_with_eio", NULL};
     char env_dir[160], asan[] = "ASAN_OPTIONS=verify_asan_link_order=0";
     char *envp[] = {pre, fail, env_dir, asan, NULL};
-    posix_spawn_file_actions_t fa;
     int status;
-    pid_t pid;
 
     if (other) {
         child_open_schedule_close(other);
@@ -255,11 +251,8 @@ Test(store_diskfull, every_write_under_db_fails_with_eio)
     snprintf(under, sizeof under, "%s/db/", dir);
     snprintf(fail, sizeof fail, "TWSHIM_FAIL_UNDER=%s", under);
     snprintf(env_dir, sizeof env_dir, "TWSTORE_EIO_DIR=%s", dir);
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    cr_assert_eq(posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, envp), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    status = st_run_self("store_diskfull/every_write_under_db_fails_with_eio",
+                         envp, true);
     cr_assert(!WIFSIGNALED(status), "the store under EIO died of signal %d",
               WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,

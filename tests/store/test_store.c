@@ -324,3 +324,69 @@ Test(store, ids_unique_across_reopen_and_scan_in_deadline_order)
     cr_assert(o.sorted, "scan not in deadline order");
     cr_assert_eq(o.seen, (UINT64_C(1) << 50) - 1);
 }
+
+/* A full window waits for acks: window_max 16 and 40 overdue timers
+ * nobody acks: 16 are delivered and the rest wait (on disk, not lost);
+ * a schedule inside the full window shrinks it to itself. Acks free the
+ * room, and the rest come, oldest first. */
+Test(store, a_full_window_waits_for_acks)
+{
+    struct tw_store_config cfg;
+    struct st_rec quiet;
+    struct tw_store *s;
+    struct tw_store_metrics m;
+    uint64_t now = st_real();
+
+    st_rec_init(&quiet, false);
+    tw_store_config_init(&cfg);
+    cfg.window_max = 16;
+    s = st_open_cfg(dir, &quiet, &cfg);
+    for (int i = 0; i < 40; i++)
+        cr_assert_eq(tw_store_schedule_at(s, now - 1000 + (uint64_t)i, "", 0,
+                                          NULL, NULL, NULL),
+                     0);
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(st_wait(&quiet, &quiet.n, 16, 5000), 16);
+    cr_assert_eq(tw_store_schedule_at(s, now - 2000, "", 0, NULL, NULL, NULL),
+                 0);
+    cr_assert_eq(tw_store_sync(s), 0);
+    st_sleep_ms(100);
+    cr_assert_eq(st_get(&quiet, &quiet.n), 16, "beyond window_max");
+    cr_assert_eq(tw_store_metrics(s, &m), 0);
+    cr_assert_eq(m.unacked, 16);
+    cr_assert_eq(m.in_memory, 16);
+    for (size_t done = 0; done < 41;) {
+        size_t n = st_wait(&quiet, &quiet.n, done + 1, 5000);
+
+        cr_assert_gt(n, done, "no delivery after %zu acks", done);
+        for (; done < n; done++)
+            cr_assert_eq(tw_store_ack(s, quiet.id[done], NULL, NULL), 0);
+    }
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(tw_store_count(s), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+}
+
+/* Cancels and acks of ids the store never held, far beyond the window:
+ * -ENOENT from the disk's answer; an ack of a timer beyond the window
+ * (never delivered): -EAGAIN; a second cancel in one batch: -ENOENT. */
+Test(store, removals_beyond_the_window)
+{
+    struct tw_store *s = st_open(dir, &rec);
+    struct tw_store_id id, ghost = {UINT64_MAX - 7, 123456789};
+
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX - 9, "f", 1, &id), 0);
+    cr_assert_eq(tw_store_cancel(s, ghost, st_done, &rec), 0);
+    cr_assert_eq(tw_store_ack(s, id, st_done, &rec), 0);
+    cr_assert_eq(tw_store_cancel(s, id, st_done, &rec), 0);
+    cr_assert_eq(tw_store_cancel(s, id, st_done, &rec), 0);
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(st_get(&rec, &rec.done_n), 4);
+    cr_assert_eq(rec.done_err[0], -ENOENT);
+    cr_assert_eq(rec.done_err[1], -EAGAIN);
+    cr_assert_eq(rec.done_err[2], 0);
+    cr_assert_eq(rec.done_err[3], -ENOENT);
+    cr_assert_eq(tw_store_count(s), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    cr_assert_eq(st_on_disk(dir), 0);
+}
