@@ -322,7 +322,7 @@ void tw__backlog_schedule(struct tw_service *s, struct tw__rings *r)
  * onto newq since it last looked. Per thread, not per service: a thread
  * that works in two services looks at the second with counts that include
  * the first's, which at worst makes one look too early or skips one. */
-static _Thread_local unsigned q_sent, q_pushed;
+static _Thread_local unsigned q_sent;
 
 void tw__backlog_sent_queue(void)
 {
@@ -339,11 +339,8 @@ void tw__backlog_schedule_queue(struct tw_service *s)
     unsigned sent = q_sent;
     size_t left;
 
-    if (++q_pushed < TW__BLOCK_SLOTS)
-        return;
-    q_pushed = 0;
     q_sent = 0;
-    if (sent < TW__BLOCK_SLOTS / 2)
+    if (sent < 64) /* this thread cancels little beside: not the RPC pattern */
         return;
     w.bound =
         (size_t)atomic_load_explicit(&s->reap_queue, memory_order_relaxed);
