@@ -320,6 +320,20 @@ TW_PUBLIC int tw_purgatory_expire(struct tw_purgatory *p,
 TW_PUBLIC int tw_purgatory_stats(struct tw_purgatory *p,
                                  struct tw_purgatory_stats *out);
 
+/*
+ * The counters of tw_purgatory_stats() in the Prometheus text format
+ * (version 0.0.4) for a monitoring system: tw_purgatory_delayed (watched
+ * now, Kafka's NumDelayedOperations), tw_purgatory_keys, and the counters
+ * tw_purgatory_{watched,completed_at_once,completed,expired,cancelled,
+ * returned}_total. Written into buf with snprintf()'s contract: never
+ * past len bytes, NUL-terminated when len > 0, and the length of the whole
+ * text returned, so a result >= len means buf was too short (ask again
+ * with result + 1). Stops nothing. -EINVAL for NULL p, or NULL buf with
+ * len > 0 (NULL, 0 asks for the length); -ECHILD as tw_purgatory_stats().
+ */
+TW_PUBLIC int tw_purgatory_metrics_text(struct tw_purgatory *p, char *buf,
+                                        size_t len);
+
 #ifdef __cplusplus
 }
 #endif

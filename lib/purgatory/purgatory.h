@@ -2,6 +2,7 @@
  * The purgatory: the objects shared by its files. Never installed.
  *
  *   purgatory.c  create, free, stats, the in-try marker
+ *   metrics.c    the stats in the Prometheus text format
  *   stop.c       the gate, stop, destroy
  *   handback.c   handing records back (cancel_key, stop), the frames that
  *                refuse destroy and stop from inside a hand-back
