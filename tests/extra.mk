@@ -102,8 +102,11 @@ COV_DIR := $(BUILD)/coverage
 # counters, since the service's threads run the same code at once (plain
 # ones lose updates and gcov then reports negative counts). The suite is run
 # as `make test` runs it, the fuzz corpus replay included. Only lib/ is
-# instrumented: the figures are the library's, not the tests'.
-COV_OPT := -O0 -g --coverage -fprofile-update=atomic -fprofile-filter-files='^lib/'
+# instrumented: the figures are the library's, not the tests'. TW_COVERAGE
+# tells the tests' child_exit() (tests/util.c) to write a forked child's
+# counters, which its _exit() would drop.
+COV_OPT := -O0 -g --coverage -fprofile-update=atomic -fprofile-filter-files='^lib/' \
+           -DTW_COVERAGE
 
 # lib/ only, and only branches the compiler could not prove dead. Every
 # report goes under $(COV_DIR): gcovr (5.2) replaces an output path that

@@ -353,3 +353,16 @@ int __lsan_is_turned_off(void)
 {
     return getenv("BXFI_MAP") == NULL;
 }
+
+#ifdef TW_COVERAGE
+/* libgcov's writer of the counters (a --coverage build: tests/extra.mk). */
+void __gcov_dump(void);
+#endif
+
+_Noreturn void child_exit(int code)
+{
+#ifdef TW_COVERAGE
+    __gcov_dump();
+#endif
+    _exit(code);
+}

@@ -122,4 +122,11 @@ void hold_cb(struct tw_handle *h, void *arg);
  * cap, and under valgrind, which manages it itself. */
 void limit_address_space(size_t room);
 
+/* End a child of fork() that a test made, with code as its exit status:
+ * _exit(), so that none of the parent's atexit handlers (Criterion's) run
+ * in it, after writing the child's coverage counters in a --coverage build
+ * (`make coverage`), which _exit() alone would drop: what the child ran
+ * (every -ECHILD path) counts as run. */
+_Noreturn void child_exit(int code);
+
 #endif /* TW_TEST_UTIL_H */

@@ -79,7 +79,7 @@ Test(purgatory_fork, child_gets_echild_over_a_service)
     if (pid == 0) {
         int bad = in_child(p);
 
-        _exit(bad ? 1 + __builtin_ctz((unsigned)bad) : 0);
+        child_exit(bad ? 1 + __builtin_ctz((unsigned)bad) : 0);
     }
     rc = reap(pid);
     cr_assert_neq(rc, -1, "the child hung (killed after 10 s)");
@@ -107,11 +107,11 @@ Test(purgatory_fork, child_uses_a_purgatory_over_a_wheel)
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         atomic_store(&r.ready, true);
-        _exit(tw_purgatory_check(p, "a", 1) == 1 &&
-                      atomic_load(&r.completes) == 1 &&
-                      tw_purgatory_destroy(p) == 0
-                  ? 0
-                  : 1);
+        child_exit(tw_purgatory_check(p, "a", 1) == 1 &&
+                           atomic_load(&r.completes) == 1 &&
+                           tw_purgatory_destroy(p) == 0
+                       ? 0
+                       : 1);
     }
     rc = reap(pid);
     cr_assert_eq(rc, 0, "the child could not use its copy (%d)", rc);

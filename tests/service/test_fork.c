@@ -67,6 +67,7 @@ static int in_child(struct tw_service *s, struct tw_handle *h,
                     struct tw_handle *h2)
 {
     struct tw_service_stats st;
+    struct tw_service_metrics m;
     struct tw_timer_spec spec = {.deadline = 0, .cb = child_cb};
     struct tw_handle *out = (struct tw_handle *)&spec;
     int bad = 0;
@@ -89,6 +90,9 @@ static int in_child(struct tw_service *s, struct tw_handle *h,
         bad |= 1 << 7;
     if (tw_service_stop(s, handback, NULL) != -ECHILD)
         bad |= 1 << 8;
+    if (tw_service_metrics(s, &m) != -ECHILD ||
+        tw_service_metrics_text(s, NULL, 0) != -ECHILD)
+        bad |= 1 << 13;
     if (tw_service_destroy(s) != -ECHILD)
         bad |= 1 << 9;
 #ifndef FORK_TSAN
@@ -145,7 +149,7 @@ static void fork_with(unsigned executors)
     if (pid == 0) {
         int bad = in_child(s, h, h2);
 
-        _exit(bad ? 1 + __builtin_ctz((unsigned)bad) : 0);
+        child_exit(bad ? 1 + __builtin_ctz((unsigned)bad) : 0);
     }
     rc = reap(pid);
     cr_assert_neq(rc, -1, "the child hung (killed after 10 s)");

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 
 #include "st.h"
+#include "util.h"
 
 ST_FIXTURE(store_fork, 60, (void)0);
 
@@ -58,11 +59,18 @@ static void never(struct tw_store *s, struct tw_store_id id,
     (void)s, (void)id, (void)payload, (void)len, (void)arg;
 }
 
+static int refuse_bytes(const void *buf, size_t len, void *ctx)
+{
+    (void)buf, (void)len, (void)ctx;
+    return -EIO;
+}
+
 /* The child's checks; the number that failed. */
 static int child_checks(struct tw_store *s, struct tw_store_id id)
 {
     struct tw_store_config cfg;
     struct tw_store_metrics m;
+    struct tw_store_replica ri;
     int bad = 0, err = 0;
 
     bad += tw_store_schedule_at(s, 1, "c", 1, NULL, NULL, NULL) != -ECHILD;
@@ -75,6 +83,12 @@ static int child_checks(struct tw_store *s, struct tw_store_id id)
     bad += tw_store_poll(s, never, NULL, 1) != -ECHILD;
     bad += tw_store_metrics(s, &m) != -ECHILD;
     bad += tw_store_metrics_text(s, NULL, 0) != -ECHILD;
+    bad += tw_store_replica_info(s, &ri) != -ECHILD;
+    bad += tw_store_fence(s) != -ECHILD;
+    bad += tw_store_renew(s, 1) != -ECHILD;
+    bad += tw_store_apply(s, "TWL1", 4) != -ECHILD;
+    bad += tw_store_promote(s, 0) != -ECHILD;
+    bad += tw_store_snapshot(s, refuse_bytes, NULL, NULL) != -ECHILD;
     tw_store_config_init(&cfg);
     cfg.polled = true;
     bad += tw_store_open(dir, &cfg, &err) != NULL || err != -EBUSY;
@@ -123,7 +137,7 @@ Test(store_fork, a_child_gets_echild_and_the_parent_goes_on)
     pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0)
-        _exit(child_checks(s, id));
+        child_exit(child_checks(s, id));
     status = wait_child(pid);
     cr_assert(WIFEXITED(status), "the child died (status %d)", status);
     cr_assert_eq(WEXITSTATUS(status), 0,
