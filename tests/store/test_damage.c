@@ -439,3 +439,36 @@ Test(store_damage, a_witness_that_cannot_be_opened)
     cr_assert_eq(open_err(), -EISDIR);
     cr_assert_eq(tw_store_scan(dir, st_count_visit, &(int64_t){0}), -EISDIR);
 }
+
+/* No witness at all (a store of the format before it, or the file
+ * removed): nothing to check against; the scan and the open find every
+ * timer, and the open makes the witness again. */
+Test(store_damage, a_store_without_a_witness_scans_and_opens)
+{
+    char path[128];
+    struct tw_store *s = st_open(dir, &rec);
+
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "w", 1, NULL), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    snprintf(path, sizeof path, "%s/DURABLE", dir);
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(st_on_disk(dir), 1);
+    cr_assert_eq(open_err(), 0);
+    cr_assert_eq(access(path, F_OK), 0, "the open did not make the witness");
+    cr_assert_eq(st_on_disk(dir), 1);
+}
+
+/* A witness that no open can reach (a symbolic link to itself): the
+ * errno, from the scan and from the open. */
+Test(store_damage, a_witness_in_a_symlink_loop_is_eloop)
+{
+    char path[128];
+    struct tw_store *s = st_open(dir, &rec);
+
+    cr_assert_eq(tw_store_close(s), 0);
+    snprintf(path, sizeof path, "%s/DURABLE", dir);
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(symlink("DURABLE", path), 0);
+    cr_assert_eq(tw_store_scan(dir, st_count_visit, &(int64_t){0}), -ELOOP);
+    cr_assert_eq(open_err(), -ELOOP);
+}

@@ -217,6 +217,31 @@ Test(store_errors, a_foreign_directory_is_left_alone)
     cr_assert_eq(open_err(dir), 0);
 }
 
+/* Many foreign files: the first one met is enough, and none is touched. */
+Test(store_errors, a_directory_of_many_foreign_files_is_enotempty)
+{
+    char path[128];
+    struct stat st;
+
+    for (int i = 0; i < 16; i++) {
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/f%02d", dir, i);
+        f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fputs("mine\n", f);
+        fclose(f);
+    }
+    cr_assert_eq(open_err(dir), -ENOTEMPTY);
+    for (int i = 0; i < 16; i++) {
+        snprintf(path, sizeof path, "%s/f%02d", dir, i);
+        cr_assert_eq(stat(path, &st), 0);
+        cr_assert_eq(st.st_size, 5);
+    }
+    snprintf(path, sizeof path, "%s/LOCK", dir);
+    cr_assert_neq(stat(path, &st), 0, "lock file made in a foreign dir");
+}
+
 static void write_file(const char *name, const char *text)
 {
     char path[128];
@@ -464,4 +489,161 @@ Test(store_errors, a_failed_sync_is_counted)
     cr_assert_eq(m.queue_depth, 0);
     cr_assert_eq(m.held, 1);
     cr_assert_eq(tw_store_close(s), -EIO);
+}
+
+/* A store made anew with the k-th write or sync under its directory
+ * failing (the marker, its sync, the directory's sync, the witness, the
+ * database's files): the open fails with -EIO, or succeeds where that call
+ * was not on its way, and the directory opens once the fault is gone (a
+ * marker left half made, STORE.tmp, is not foreign). A new directory per
+ * site: a store is made once. */
+Test(store_errors, faults_while_creating)
+{
+    int failed = 0;
+
+    for (long k = 0; k < 16; k++) {
+        char sub[96];
+        int rc;
+
+        snprintf(sub, sizeof sub, "%s/c%02ld", dir, k);
+        fault_arm(sub, k, EIO);
+        rc = open_err(sub);
+        fault_disarm();
+        cr_assert(rc == 0 || rc == -EIO, "site %ld: %d", k, rc);
+        failed += rc != 0;
+        cr_assert_eq(open_err(sub), 0, "site %ld left it unopenable", k);
+        cr_assert_eq(st_on_disk(sub), 0);
+    }
+    cr_assert_geq(failed, 3, "the marker's write and syncs did not fail it");
+}
+
+/* The marker's write interrupted by a signal (EINTR) is retried: the
+ * store opens, with the whole marker. */
+Test(store_errors, an_interrupted_marker_write_is_retried)
+{
+    char path[128], buf[64] = {0};
+    FILE *f;
+
+    fault_arm(dir, 0, EINTR);
+    cr_assert_eq(open_err(dir), 0);
+    cr_assert_gt(fault_disarm(), 1);
+    snprintf(path, sizeof path, "%s/STORE", dir);
+    f = fopen(path, "r");
+    cr_assert_not_null(f);
+    cr_assert_not_null(fgets(buf, sizeof buf, f));
+    fclose(f);
+    cr_assert_str_eq(buf, "timewheel-store 1\n");
+}
+
+/* The witness (dir/DURABLE) is a check, not the data: its write or its
+ * sync failing loses nothing and fails nothing; the store reopens with
+ * every timer. */
+static void witness_fault(long at, bool stays)
+{
+    char path[128];
+    struct tw_store *s = st_open(dir, &rec);
+
+    snprintf(path, sizeof path, "%s/DURABLE", dir);
+    if (stays)
+        fault_arm_from(path, at, EIO);
+    else
+        fault_arm(path, at, EIO);
+    for (int i = 0; i < 10; i++)
+        cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "w", 1, NULL), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    cr_assert_gt(fault_disarm(), at, "the witness was not written");
+    cr_assert_eq(open_err(dir), 0);
+    cr_assert_eq(st_on_disk(dir), 10);
+}
+
+Test(store_errors, a_witness_that_cannot_be_written_loses_nothing)
+{
+    witness_fault(0, true);
+}
+
+Test(store_errors, a_witness_that_cannot_be_synced_loses_nothing)
+{
+    witness_fault(1, false); /* the first mark: its write, then its sync */
+}
+
+/* ---- the directory's names of the wrong kind (lib/store/dir.c) ----------- */
+
+static void make_dir(const char *name)
+{
+    char path[128];
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    cr_assert_eq(mkdir(path, 0755), 0, "%s", path);
+}
+
+Test(store_errors, a_lock_file_that_is_a_directory_is_eisdir)
+{
+    write_file("STORE", "timewheel-store 1\n");
+    make_dir("LOCK");
+    cr_assert_eq(open_err(dir), -EISDIR);
+}
+
+Test(store_errors, a_marker_that_is_a_directory_is_eisdir)
+{
+    make_dir("STORE");
+    cr_assert_eq(open_err(dir), -EISDIR);
+}
+
+/* STORE.tmp is the one name besides LOCK a store's directory may hold
+ * before its marker (a creator killed while writing it). */
+Test(store_errors, a_half_made_marker_that_is_a_directory_is_eisdir)
+{
+    make_dir("STORE.tmp");
+    cr_assert_eq(open_err(dir), -EISDIR);
+}
+
+Test(store_errors, a_db_that_is_a_file_is_enotdir)
+{
+    write_file("STORE", "timewheel-store 1\n");
+    write_file("db", "not a directory\n");
+    cr_assert_eq(open_err(dir), -ENOTDIR);
+}
+
+Test(store_errors, a_dangling_symlink_is_enoent)
+{
+    char link[128];
+
+    snprintf(link, sizeof link, "%s/link", dir);
+    cr_assert_eq(symlink("/nonexistent-twstore-target", link), 0);
+    cr_assert_eq(open_err(link), -ENOENT);
+}
+
+/* A marker and no database: the creator was killed between the two, and
+ * nothing was ever durable: the store is made. */
+Test(store_errors, a_marker_without_a_database_opens_as_new)
+{
+    write_file("STORE", "timewheel-store 1\n");
+    cr_assert_eq(open_err(dir), 0);
+    cr_assert_eq(st_on_disk(dir), 0);
+}
+
+/* A db/ without CURRENT: new if it holds neither a table nor a log (what
+ * RocksDB writes before CURRENT: nothing durable yet); damage if it holds
+ * a log, even an empty one, which RocksDB writes only after CURRENT (and
+ * refuses to create a database over). */
+static int open_db_holding(const char *name, const char *text)
+{
+    char sub[96];
+
+    st_rmdir(dir);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    write_file("STORE", "timewheel-store 1\n");
+    make_dir("db");
+    snprintf(sub, sizeof sub, "db/%s", name);
+    write_file(sub, text);
+    return open_err(dir);
+}
+
+Test(store_errors, a_database_without_current_is_new_unless_it_holds_a_log)
+{
+    cr_assert_eq(open_db_holding("x", "a short name"), 0);
+    cr_assert_eq(st_on_disk(dir), 0);
+    cr_assert_eq(open_db_holding("OPTIONS-000005", "options"), 0);
+    cr_assert_eq(open_db_holding("000003.log", "a record"), -EBADMSG);
+    cr_assert_eq(open_db_holding("000003.log", ""), -EBADMSG);
 }
