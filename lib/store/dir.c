@@ -163,23 +163,25 @@ static int write_marker(const char *dir)
 }
 
 /* 1 if db/ holds a table or a non-empty log: data, which a database
- * created anew over it would drop. */
+ * created anew over it would drop (RocksDB deletes a table it does not
+ * know); 0 if not; -ENOMEM if it could not look, which must not pass for
+ * "no data". */
 static int db_has_data(const char *dir)
 {
     char *path = join(dir, "db");
     DIR *d = path ? opendir(path) : NULL;
     struct dirent *e;
-    int found = 0;
+    int found = path ? 0 : -ENOMEM;
 
     while (d && (e = readdir(d)) && !found) {
         size_t n = strlen(e->d_name);
         char *file = join(path, e->d_name);
         struct stat st;
 
-        found = file && n > 4 &&
-                (!strcmp(e->d_name + n - 4, ".sst") ||
-                 (!strcmp(e->d_name + n - 4, ".log") && stat(file, &st) == 0 &&
-                  st.st_size > 0));
+        found = !file ? -ENOMEM
+                      : n > 4 && (!strcmp(e->d_name + n - 4, ".sst") ||
+                                  (!strcmp(e->d_name + n - 4, ".log") &&
+                                   stat(file, &st) == 0 && st.st_size > 0));
         tw__strfree(file);
     }
     if (d)
@@ -202,9 +204,9 @@ static int db_missing(const char *dir)
         return -ENOMEM;
     rc = stat(path, &st) == 0 ? 0 : errno == ENOENT ? 1 : neg_errno();
     tw__strfree(path);
-    if (rc == 1 && db_has_data(dir))
-        return -EBADMSG;
-    return rc;
+    if (rc == 1 && (rc = db_has_data(dir)) == 0)
+        return 1;
+    return rc > 0 ? -EBADMSG : rc;
 }
 
 static int check_or_create(const char *dir, bool *create)
