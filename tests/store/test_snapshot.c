@@ -6,6 +6,8 @@
  * truncated or not a snapshot at all is refused, and a restore over a store
  * too.
  */
+#include <sys/stat.h>
+
 #include "rlog.h"
 
 static char ldir[64], fdir[64];
@@ -240,4 +242,182 @@ Test(store_snapshot, a_follower_snapshots_too)
     rlog_dump(fdir, &a);
     rlog_dump(gdir, &b);
     rlog_same(&a, &b);
+}
+
+/* More than the snapshot's 64 KiB buffer and more than a restore's batch
+ * of 4096 timers: written in several calls, restored whole. */
+Test(store_snapshot, larger_than_its_buffer_and_a_batch_restores_whole)
+{
+    struct tw_store *l = leader(), *f;
+    struct tw_store_replica li;
+    struct rlog_dump a, b;
+
+    fill(l, 4500, 6);
+    take_snapshot(l);
+    cr_assert_gt(snap.len, 64u << 10);
+    cr_assert_eq(tw_store_replica_info(l, &li), 0);
+    cr_assert_eq(tw_store_restore(fdir, li.set, get, &snap, NULL), 0);
+    f = rlog_follower(fdir, &frec, NULL);
+    cr_assert_eq(tw_store_count(f), 4500);
+    cr_assert_eq(tw_store_close(f), 0);
+    cr_assert_eq(tw_store_close(l), 0);
+    rlog_dump(ldir, &a);
+    rlog_dump(fdir, &b);
+    rlog_same(&a, &b);
+}
+
+/* An empty store: a header, no timers, the end; restored, empty. */
+Test(store_snapshot, an_empty_store_restores_empty)
+{
+    struct tw_store *l = leader(), *f;
+
+    take_snapshot(l);
+    cr_assert_eq(snap.len, 4 + 6 * 8 + 18);
+    cr_assert_eq(tw_store_restore(fdir, 0, get, &snap, NULL), 0);
+    f = rlog_follower(fdir, &frec, NULL);
+    cr_assert_eq(tw_store_count(f), 0);
+    cr_assert_eq(tw_store_close(f), 0);
+    cr_assert_eq(tw_store_close(l), 0);
+}
+
+/* A writer that refuses after `left` calls, with -ENOSPC. */
+static int left;
+
+static int put_until_full(const void *p, size_t len, void *ctx)
+{
+    if (left-- == 0)
+        return -ENOSPC;
+    return put(p, len, ctx);
+}
+
+/* The writer's error ends the snapshot and is its answer: at the first of
+ * several writes, at a later one, and at the one write of a small store. */
+Test(store_snapshot, the_writers_error_is_the_answer)
+{
+    struct tw_store *l = leader();
+    uint64_t lsn;
+
+    fill(l, 4500, 7);
+    left = 0;
+    cr_assert_eq(tw_store_snapshot(l, put_until_full, &snap, &lsn), -ENOSPC);
+    left = 1;
+    snap.len = 0;
+    cr_assert_eq(tw_store_snapshot(l, put_until_full, &snap, NULL), -ENOSPC);
+    cr_assert(snap.len > 0 && snap.len <= 64u << 10,
+              "%zu bytes taken: more than the first write", snap.len);
+    cr_assert_eq(tw_store_close(l), 0);
+    st_rmdir(ldir);
+    l = leader();
+    fill(l, 3, 8);
+    left = 0;
+    cr_assert_eq(tw_store_snapshot(l, put_until_full, &snap, NULL), -ENOSPC);
+    cr_assert_eq(tw_store_close(l), 0);
+}
+
+/* A reader that fails with -EIO once `pos` reaches `fail_at`. */
+static size_t fail_at;
+
+static long get_until(void *p, size_t len, void *ctx)
+{
+    struct buf *b = ctx;
+
+    if (b->pos >= fail_at)
+        return -EIO;
+    if (len > fail_at - b->pos)
+        len = fail_at - b->pos;
+    return get(p, len, ctx);
+}
+
+/* The reader's error ends the restore and is its answer: in the header
+ * (the directory not made) and among the timers. */
+Test(store_snapshot, the_readers_error_is_the_answer)
+{
+    struct tw_store *l = leader();
+
+    fill(l, 10, 9);
+    take_snapshot(l);
+    cr_assert_eq(tw_store_close(l), 0);
+    fail_at = 20;
+    cr_assert_eq(tw_store_restore(fdir, 0, get_until, &snap, NULL), -EIO);
+    cr_assert_eq(access(fdir, F_OK), -1,
+                 "a restore that failed early made the dir");
+    fail_at = 4 + 6 * 8 + 30;
+    snap.pos = 0;
+    cr_assert_eq(tw_store_restore(fdir, 0, get_until, &snap, NULL), -EIO);
+}
+
+/* A reader that says it read more than it was asked for is not believed. */
+static long get_too_much(void *p, size_t len, void *ctx)
+{
+    long n = get(p, len, ctx);
+
+    return n > 0 && (size_t)n == len ? n + 1 : n;
+}
+
+Test(store_snapshot, a_reader_that_overstates_is_ebadmsg)
+{
+    struct tw_store *l = leader();
+
+    fill(l, 10, 10);
+    take_snapshot(l);
+    cr_assert_eq(tw_store_close(l), 0);
+    cr_assert_eq(tw_store_restore(fdir, 0, get_too_much, &snap, NULL),
+                 -EBADMSG);
+}
+
+/* The first timer's length field: where it starts, and its value. */
+#define FIRST_TIMER (4 + 6 * 8)
+
+/* A timer whose length is beyond TW_STORE_PAYLOAD_MAX, and snapshots cut
+ * inside a timer's length or its body: -EBADMSG, never a store that opens
+ * with part of them. */
+Test(store_snapshot, a_bad_length_or_a_cut_inside_a_timer_is_ebadmsg)
+{
+    struct tw_store *l = leader();
+    size_t full;
+
+    fill(l, 10, 11);
+    take_snapshot(l);
+    cr_assert_eq(tw_store_close(l), 0);
+    full = snap.len;
+    snap.p[FIRST_TIMER] = (TW_STORE_PAYLOAD_MAX + 1) >> 8;
+    snap.p[FIRST_TIMER + 1] = (TW_STORE_PAYLOAD_MAX + 1) & 0xff;
+    cr_assert_eq(tw_store_restore(fdir, 0, get, &snap, NULL), -EBADMSG);
+    st_rmdir(fdir);
+    take_snapshot(l = leader());
+    cr_assert_eq(tw_store_close(l), 0);
+    snap.len = FIRST_TIMER + 1; /* half the first length */
+    cr_assert_eq(tw_store_restore(fdir, 0, get, &snap, NULL), -EBADMSG);
+    st_rmdir(fdir);
+    snap.len = full;
+    snap.pos = 0;
+    snap.len = FIRST_TIMER + 2 + 10; /* inside the first timer */
+    cr_assert_eq(tw_store_restore(fdir, 0, get, &snap, NULL), -EBADMSG);
+    st_rmdir(fdir);
+    /* The end's count of timers one more than there are (the sum covers
+     * the bytes before the end only). */
+    snap.len = full;
+    snap.pos = 0;
+    snap.p[full - 8 - 1]++; /* the count's last byte */
+    cr_assert_eq(tw_store_restore(fdir, 0, get, &snap, NULL), -EBADMSG);
+}
+
+/* A restore into a directory that is not a new one: a foreign one gets
+ * -ENOTEMPTY and is left as it was. */
+Test(store_snapshot, a_restore_into_a_foreign_directory_is_enotempty)
+{
+    struct tw_store *l = leader();
+    char path[128];
+    FILE *f;
+
+    fill(l, 5, 12);
+    take_snapshot(l);
+    cr_assert_eq(tw_store_close(l), 0);
+    cr_assert_eq(mkdir(fdir, 0755), 0);
+    snprintf(path, sizeof path, "%s/mine", fdir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    cr_assert_eq(tw_store_restore(fdir, 0, get, &snap, NULL), -ENOTEMPTY);
+    cr_assert_eq(access(path, F_OK), 0);
 }
