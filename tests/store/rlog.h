@@ -159,4 +159,73 @@ static inline void rlog_same(const struct rlog_dump *a,
     }
 }
 
+/*
+ * A record of the change log made by hand, from the format's description
+ * (the top of lib/store/repl.h), not by the library's encoder: a header
+ * "TWL1" set epoch first_lsn count(4) sum, then entries kind deadline seq
+ * [len(2) payload], big-endian, sum FNV-1a 64 over the entries. Entries
+ * (or any bytes) are appended, then rlog_forge_seal() writes the header
+ * with whatever count the test claims.
+ */
+#define RLOG_FORGE_HDR 40
+
+struct rlog_forge {
+    unsigned char b[8192];
+    size_t len;
+};
+
+static inline void rlog_put_be(unsigned char *p, uint64_t v, int n)
+{
+    for (int i = n - 1; i >= 0; i--, v >>= 8)
+        p[i] = (unsigned char)v;
+}
+
+static inline void rlog_forge_init(struct rlog_forge *f)
+{
+    memset(f, 0, sizeof *f);
+    f->len = RLOG_FORGE_HDR;
+}
+
+static inline void rlog_forge_bytes(struct rlog_forge *f, const void *p,
+                                    size_t n)
+{
+    cr_assert_leq(f->len + n, sizeof f->b);
+    memcpy(f->b + f->len, p, n);
+    f->len += n;
+}
+
+/* One entry; a schedule's length and payload follow when kind is 1. */
+static inline void rlog_forge_entry(struct rlog_forge *f, int kind,
+                                    uint64_t deadline, uint64_t seq,
+                                    const void *payload, size_t len)
+{
+    unsigned char e[19];
+
+    e[0] = (unsigned char)kind;
+    rlog_put_be(e + 1, deadline, 8);
+    rlog_put_be(e + 9, seq, 8);
+    rlog_put_be(e + 17, len, 2);
+    rlog_forge_bytes(f, e, kind == TW_STORE_LOG_SCHEDULE ? 19 : 17);
+    if (kind == TW_STORE_LOG_SCHEDULE && len)
+        rlog_forge_bytes(f, payload, len);
+}
+
+/* The header, for count entries from first_lsn; the record's length. */
+static inline size_t rlog_forge_seal(struct rlog_forge *f, uint64_t set,
+                                     uint64_t epoch, uint64_t first_lsn,
+                                     uint32_t count)
+{
+    uint64_t sum = UINT64_C(0xcbf29ce484222325);
+
+    for (size_t i = RLOG_FORGE_HDR; i < f->len; i++)
+        sum = (sum ^ f->b[i]) * UINT64_C(0x100000001b3);
+    memcpy(f->b, "TWL1", 4);
+    rlog_put_be(f->b + 4, set, 8);
+    rlog_put_be(f->b + 12, epoch, 8);
+    rlog_put_be(f->b + 20, first_lsn, 8);
+    rlog_put_be(f->b + 28, count, 4);
+    rlog_put_be(f->b + 32, sum, 8);
+    return f->len;
+}
+
 #endif

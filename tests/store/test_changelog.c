@@ -343,3 +343,174 @@ Test(store_changelog, bad_input)
         tw_store_log_decode(lg.r[b].data, lg.r[b].h.len, NULL, NULL, NULL), 0);
     cr_assert_eq(tw_store_close(s), 0);
 }
+
+/* ---- records made by hand (rlog.h's forge) ------------------------------- */
+
+struct kinds {
+    size_t n;
+    int kind[8];
+    uint64_t lsn[8];
+    size_t len[8];
+    int stop_at; /* the visit that answers -ECANCELED (0: none) */
+};
+
+static int note_kind(const struct tw_store_log_entry *e, void *ctx)
+{
+    struct kinds *k = ctx;
+
+    if (k->n < 8) {
+        k->kind[k->n] = (int)e->kind;
+        k->lsn[k->n] = e->lsn;
+        k->len[k->n] = e->len;
+    }
+    k->n++;
+    return (int)k->n == k->stop_at ? -ECANCELED : 0;
+}
+
+/* One entry of every kind, from LSN 7. */
+static size_t every_kind(struct rlog_forge *f)
+{
+    rlog_forge_init(f);
+    rlog_forge_entry(f, TW_STORE_LOG_SCHEDULE, 100, 1, "abc", 3);
+    rlog_forge_entry(f, TW_STORE_LOG_CANCEL, 100, 1, NULL, 0);
+    rlog_forge_entry(f, TW_STORE_LOG_ACK, 200, 2, NULL, 0);
+    rlog_forge_entry(f, TW_STORE_LOG_WATERMARK, 300, 0, NULL, 0);
+    rlog_forge_entry(f, TW_STORE_LOG_EPOCH, 4, 0, NULL, 0);
+    return rlog_forge_seal(f, 42, 3, 7, 5);
+}
+
+Test(store_changelog, a_record_of_every_kind_decodes_in_order)
+{
+    struct rlog_forge f;
+    struct tw_store_log_rec h;
+    struct kinds k = {0};
+    size_t len = every_kind(&f);
+
+    cr_assert_eq(tw_store_log_decode(f.b, len, &h, note_kind, &k), 0);
+    cr_assert_eq(h.set, 42);
+    cr_assert_eq(h.epoch, 3);
+    cr_assert_eq(h.first_lsn, 7);
+    cr_assert_eq(h.last_lsn, 11);
+    cr_assert_eq(k.n, 5);
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(k.kind[i], TW_STORE_LOG_SCHEDULE + i);
+        cr_assert_eq(k.lsn[i], 7 + (uint64_t)i);
+    }
+    cr_assert_eq(k.len[0], 3);
+}
+
+/* The visitor's answer other than 0 stops the walk and is the decode's. */
+Test(store_changelog, the_visitors_error_stops_the_walk)
+{
+    struct rlog_forge f;
+    struct kinds k = {.stop_at = 2};
+    size_t len = every_kind(&f);
+
+    cr_assert_eq(tw_store_log_decode(f.b, len, NULL, note_kind, &k),
+                 -ECANCELED);
+    cr_assert_eq(k.n, 2);
+}
+
+/* Refused whole, before any visit: what the sum cannot catch, since a
+ * record made (or damaged) before its sum was taken has a good one. */
+static void refused(struct rlog_forge *f, uint64_t first, uint32_t count,
+                    const char *what)
+{
+    struct kinds k = {0};
+    size_t len = rlog_forge_seal(f, 42, 3, first, count);
+
+    cr_assert_eq(tw_store_log_decode(f->b, len, NULL, note_kind, &k), -EBADMSG,
+                 "%s", what);
+    cr_assert_eq(k.n, 0, "%s: %zu entries visited", what, k.n);
+}
+
+Test(store_changelog, malformed_records_are_ebadmsg_whole)
+{
+    struct rlog_forge f;
+    unsigned char big[TW_STORE_PAYLOAD_MAX + 1] = {0};
+
+    every_kind(&f);
+    refused(&f, 7, 0, "no entries counted");
+    refused(&f, 0, 5, "LSN 0");
+    refused(&f, UINT64_MAX - 1, 5, "LSNs past 2^64");
+    refused(&f, 7, 6, "one entry fewer than counted");
+    refused(&f, 7, 4, "one entry more than counted");
+    rlog_forge_init(&f);
+    rlog_forge_entry(&f, 0, 1, 1, NULL, 0);
+    refused(&f, 1, 1, "kind 0");
+    rlog_forge_init(&f);
+    rlog_forge_entry(&f, TW_STORE_LOG_EPOCH + 1, 1, 1, NULL, 0);
+    refused(&f, 1, 1, "a kind past the last");
+    rlog_forge_init(&f);
+    rlog_forge_entry(&f, TW_STORE_LOG_CANCEL, 1, 1, NULL, 0);
+    f.len -= 1;
+    refused(&f, 1, 1, "an entry cut short");
+    rlog_forge_init(&f);
+    rlog_forge_entry(&f, TW_STORE_LOG_SCHEDULE, 1, 1, NULL, 0);
+    f.len -= 2;
+    refused(&f, 1, 1, "a schedule without its length");
+    rlog_forge_init(&f);
+    rlog_forge_entry(&f, TW_STORE_LOG_SCHEDULE, 1, 1, big, sizeof big);
+    refused(&f, 1, 1, "a payload past TW_STORE_PAYLOAD_MAX");
+    rlog_forge_init(&f);
+    rlog_forge_entry(&f, TW_STORE_LOG_SCHEDULE, 1, 1, "abcdefgh", 8);
+    f.len -= 5;
+    refused(&f, 1, 1, "a payload longer than the record");
+}
+
+/* A batch whose operations all failed (a cancel of an unknown timer) took
+ * no LSN and hands nothing to the log. */
+Test(store_changelog, a_batch_of_failed_operations_hands_nothing)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s;
+    struct tw_store_replica before, after;
+    struct tw_store_id nobody = {st_real() + UINT64_C(3600000000000), 999};
+    size_t n;
+
+    rlog_cfg(&cfg, &lg);
+    s = st_open_cfg(dir, &rec, &cfg);
+    while (rlog_count(&lg) == 0) /* the first heartbeat, at the start */
+        st_sleep_ms(1);
+    n = rlog_count(&lg);
+    cr_assert_eq(tw_store_replica_info(s, &before), 0);
+    cr_assert_eq(tw_store_cancel(s, nobody, st_done, &rec), 0);
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(st_wait(&rec, &rec.done_n, 1, 10000), 1);
+    cr_assert_eq(rec.done_err[0], -ENOENT);
+    cr_assert_eq(tw_store_replica_info(s, &after), 0);
+    cr_assert_eq(after.lsn, before.lsn);
+    cr_assert_eq(rlog_count(&lg), n);
+    cr_assert_eq(tw_store_close(s), 0);
+}
+
+/* A renewal dated before the last one confirmed does not shorten the
+ * lease: the leader goes on delivering. */
+Test(store_changelog, an_older_renewal_does_not_shorten_the_lease)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s;
+
+    rlog_cfg(&cfg, &lg);
+    s = st_open_cfg(dir, &rec, &cfg);
+    cr_assert_eq(
+        tw_store_schedule_durable(s, st_real() + 20 * ST_MS, "r", 1, NULL), 0);
+    cr_assert_eq(tw_store_renew(s, 1), 0);
+    cr_assert_eq(st_wait(&rec, &rec.n, 1, 10000), 1);
+    cr_assert_eq(tw_store_close(s), 0);
+}
+
+/* A follower with log_sync has nothing to sync to without a log. */
+Test(store_changelog, a_follower_with_log_sync_and_no_log_is_einval)
+{
+    struct tw_store_config cfg;
+    int err = 0;
+
+    tw_store_config_init(&cfg);
+    cfg.follower = true;
+    cfg.log_sync = true;
+    cfg.deliver = st_deliver;
+    cfg.deliver_arg = &rec;
+    cr_assert_null(tw_store_open(dir, &cfg, &err));
+    cr_assert_eq(err, -EINVAL);
+}

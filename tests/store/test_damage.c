@@ -322,7 +322,7 @@ Test(store_damage, a_deleted_log_is_ebadmsg)
 /* ---- keys of the wrong length (issue 29, 2) ------------------------------ */
 
 /* A record put straight into the store's database, as damage would. */
-static void put_raw(const void *k, size_t kl)
+static void put_raw_kv(const void *k, size_t kl, const void *v, size_t vl)
 {
     char path[128], *err = NULL;
     rocksdb_options_t *o = rocksdb_options_create();
@@ -333,11 +333,16 @@ static void put_raw(const void *k, size_t kl)
     db = rocksdb_open(o, path, &err);
     cr_assert_null(err, "%s", err);
     rocksdb_writeoptions_set_sync(wo, 1);
-    rocksdb_put(db, wo, k, kl, "v", 1, &err);
+    rocksdb_put(db, wo, k, kl, v, vl, &err);
     cr_assert_null(err, "%s", err);
     rocksdb_close(db);
     rocksdb_writeoptions_destroy(wo);
     rocksdb_options_destroy(o);
+}
+
+static void put_raw(const void *k, size_t kl)
+{
+    put_raw_kv(k, kl, "v", 1);
 }
 
 /* A store of three timers due within the window, then key k among them:
@@ -471,4 +476,22 @@ Test(store_damage, a_witness_in_a_symlink_loop_is_eloop)
     cr_assert_eq(symlink("DURABLE", path), 0);
     cr_assert_eq(tw_store_scan(dir, st_count_visit, &(int64_t){0}), -ELOOP);
     cr_assert_eq(open_err(), -ELOOP);
+}
+
+/* The replication record ('R', lib/store/key.h) of the wrong length, or
+ * of the right one with a role that is neither leader nor follower: the
+ * open says -EBADMSG. */
+Test(store_damage, a_damaged_replication_record_is_ebadmsg)
+{
+    unsigned char v[40];
+    struct tw_store *s = st_open(dir, &rec);
+
+    cr_assert_eq(tw_store_close(s), 0);
+    memset(v, 'x', sizeof v);
+    put_raw_kv("R", 1, v, 1);
+    cr_assert_eq(open_err(), -EBADMSG);
+    put_raw_kv("R", 1, v, sizeof v);
+    cr_assert_eq(open_err(), -EBADMSG);
+    put_raw_kv("R", 1, v, 33);
+    cr_assert_eq(open_err(), -EBADMSG);
 }

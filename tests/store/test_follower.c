@@ -426,3 +426,121 @@ Test(store_promote, bad_promotions)
         cr_assert_eq(tw_store_close(f), 0);
     }
 }
+
+/* Records made by hand (rlog.h's forge), of every kind and overlapping:
+ * the entries at or below the follower's LSN are skipped, a schedule's
+ * sequence number raises the next one the follower would give, a cancel
+ * or an ack removes, the watermark and the epoch only rise; then a record
+ * of the old epoch is stale. */
+Test(store_follower, hand_made_records_apply_entry_by_entry)
+{
+    struct tw_store *f = rlog_follower(fdir, &frec, &lg2);
+    struct tw_store_replica ri;
+    struct rlog_forge r;
+    struct rlog_dump d;
+    struct tw_store_id id;
+    uint64_t t = st_real() + HOUR;
+
+    rlog_forge_init(&r);
+    rlog_forge_entry(&r, TW_STORE_LOG_SCHEDULE, t, 5, "ab", 2);     /* 1 */
+    rlog_forge_entry(&r, TW_STORE_LOG_SCHEDULE, t + 1, 3, "c", 1);  /* 2 */
+    rlog_forge_entry(&r, TW_STORE_LOG_WATERMARK, 1000, 0, NULL, 0); /* 3 */
+    cr_assert_eq(tw_store_apply(f, r.b, rlog_forge_seal(&r, 42, 1, 1, 3)), 3);
+    cr_assert_eq(tw_store_count(f), 2);
+    rlog_forge_init(&r);
+    rlog_forge_entry(&r, TW_STORE_LOG_SCHEDULE, t + 1, 3, "c", 1); /* 2 */
+    rlog_forge_entry(&r, TW_STORE_LOG_WATERMARK, 500, 0, NULL, 0); /* 3 */
+    rlog_forge_entry(&r, TW_STORE_LOG_EPOCH, 7, 0, NULL, 0);       /* 4 */
+    rlog_forge_entry(&r, TW_STORE_LOG_WATERMARK, 900, 0, NULL, 0); /* 5 */
+    rlog_forge_entry(&r, TW_STORE_LOG_ACK, t, 5, NULL, 0);         /* 6 */
+    cr_assert_eq(tw_store_apply(f, r.b, rlog_forge_seal(&r, 42, 1, 2, 5)), 3);
+    cr_assert_eq(tw_store_count(f), 1);
+    cr_assert_eq(tw_store_replica_info(f, &ri), 0);
+    cr_assert_eq(ri.set, 42);
+    cr_assert_eq(ri.lsn, 6);
+    cr_assert_eq(ri.epoch, 7);
+    cr_assert_eq(ri.watermark_ns, 1000);
+    rlog_forge_init(&r);
+    rlog_forge_entry(&r, TW_STORE_LOG_CANCEL, t + 1, 3, NULL, 0); /* 7 */
+    cr_assert_eq(tw_store_apply(f, r.b, rlog_forge_seal(&r, 42, 6, 7, 1)),
+                 -ESTALE);
+    cr_assert_eq(tw_store_count(f), 1);
+    /* Promoted, it numbers its own timers after the highest it applied. */
+    cr_assert_eq(tw_store_promote(f, 0), 0);
+    cr_assert_eq(tw_store_schedule_at(f, t + 2, "n", 1, NULL, NULL, &id), 0);
+    cr_assert_geq(id.seq, 6);
+    cr_assert_eq(tw_store_close(f), 0);
+    rlog_dump(fdir, &d);
+    cr_assert_eq(d.n, 2);
+    cr_assert_eq(d.id[0].deadline_ns, t + 1);
+    cr_assert_eq(d.id[0].seq, 3);
+}
+
+/* A store of its own (no replica set) is no follower: apply is -EPERM,
+ * NULL data -EINVAL, and its directory cannot be opened as a follower's
+ * (it holds timers no log has). */
+Test(store_follower, a_store_of_its_own_refuses_records_and_the_follower_role)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s = st_open(gdir, &grec);
+    struct rlog_forge r;
+    int err = 0;
+
+    rlog_forge_init(&r);
+    rlog_forge_entry(&r, TW_STORE_LOG_WATERMARK, 1, 0, NULL, 0);
+    cr_assert_eq(tw_store_apply(s, r.b, rlog_forge_seal(&r, 42, 1, 1, 1)),
+                 -EPERM);
+    cr_assert_eq(tw_store_apply(s, NULL, 0), -EINVAL);
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "o", 1, NULL), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    tw_store_config_init(&cfg);
+    cfg.follower = true;
+    cfg.deliver = st_deliver;
+    cfg.deliver_arg = &grec;
+    cr_assert_null(tw_store_open(gdir, &cfg, &err));
+    cr_assert_eq(err, -EEXIST);
+    cr_assert_eq(st_on_disk(gdir), 1);
+}
+
+/* A follower that never applied a record belongs to no set yet: promoted,
+ * it founds one (a set id not 0) at the next epoch. */
+Test(store_promote, a_new_follower_promoted_founds_a_set)
+{
+    struct tw_store *f = rlog_follower(fdir, &frec, &lg2);
+    struct tw_store_replica ri;
+
+    cr_assert_eq(tw_store_replica_info(f, &ri), 0);
+    cr_assert_eq(ri.set, 0);
+    cr_assert_eq(tw_store_promote(f, 0), 0);
+    cr_assert_eq(tw_store_replica_info(f, &ri), 0);
+    cr_assert_neq(ri.set, 0);
+    cr_assert_eq(ri.epoch, 1);
+    cr_assert(ri.leader);
+    cr_assert_eq(rlog_count(&lg2), 1, "the epoch record");
+    cr_assert_eq(lg2.r[0].h.set, ri.set);
+    cr_assert_eq(tw_store_close(f), 0);
+}
+
+/* A follower opened without a log, promoted, leads on its own: no record
+ * to hand, no lease to wait for (tw_store_renew() is -EPERM), it delivers
+ * what is due and commits what it is given. */
+Test(store_promote, a_follower_without_a_log_promoted_leads_alone)
+{
+    struct tw_store *f = rlog_follower(fdir, &frec, NULL);
+    struct rlog_forge r;
+
+    rlog_forge_init(&r);
+    rlog_forge_entry(&r, TW_STORE_LOG_SCHEDULE, st_real() - 1000 * ST_MS, 1,
+                     "d", 1);
+    cr_assert_eq(tw_store_apply(f, r.b, rlog_forge_seal(&r, 42, 1, 1, 1)), 1);
+    st_sleep_ms(50);
+    cr_assert_eq(st_get(&frec, &frec.n), 0, "a follower delivered");
+    cr_assert_eq(tw_store_promote(f, 0), 0);
+    cr_assert_eq(st_wait(&frec, &frec.n, 1, 10000), 1);
+    cr_assert_eq(tw_store_renew(f, st_mono()), -EPERM);
+    cr_assert_eq(tw_store_ack(f, frec.id[0], NULL, NULL), 0);
+    cr_assert_eq(tw_store_schedule_durable(f, UINT64_MAX, "n", 1, NULL), 0);
+    cr_assert_eq(tw_store_count(f), 1);
+    cr_assert_eq(tw_store_close(f), 0);
+    cr_assert_eq(st_on_disk(fdir), 1);
+}
