@@ -365,14 +365,17 @@ int64_t tw_store_scan(const char *dir, tw_store_visit_fn *fn, void *ctx)
     if (rc == 0)
         rc = scan_witness(db, dir);
     it = db && rc == 0 ? tw__db_iter_new(db, low, tw__key_first(low)) : NULL;
-    for (; it && tw__db_iter_valid(it); tw__db_iter_next(it), n++) {
+    for (; it && tw__db_iter_valid(it); tw__db_iter_next(it)) {
         size_t kl, vl;
         const void *k = tw__db_iter_key(it, &kl);
         const void *v = tw__db_iter_value(it, &vl);
         struct tw_store_id id;
 
         rc = tw__key_decode(k, kl, &id);
-        if (rc <= 0 || fn(id, v, vl, ctx))
+        if (rc <= 0)
+            break;
+        n++; /* visited, the one that stops the scan included */
+        if (fn(id, v, vl, ctx))
             break;
     }
     if (it) {

@@ -390,3 +390,91 @@ Test(store, removals_beyond_the_window)
     cr_assert_eq(tw_store_close(s), 0);
     cr_assert_eq(st_on_disk(dir), 0);
 }
+
+static int stop_at_third(struct tw_store_id id, const void *p, size_t len,
+                         void *ctx)
+{
+    (void)id, (void)p, (void)len;
+    return ++*(int *)ctx == 3;
+}
+
+/* A visitor's non-zero answer stops the scan: no record after it is
+ * visited, and the return is the number visited, the stopping one
+ * included (it was visited). */
+Test(store, a_scan_stops_where_the_visitor_says)
+{
+    struct tw_store *s = st_open(dir, &rec);
+    int calls = 0;
+
+    for (int i = 0; i < 10; i++)
+        cr_assert_eq(tw_store_schedule_at(s, UINT64_MAX - (uint64_t)i, "s", 1,
+                                          NULL, NULL, NULL),
+                     0);
+    cr_assert_eq(tw_store_close(s), 0);
+    cr_assert_eq(tw_store_scan(dir, stop_at_third, &calls), 3);
+    cr_assert_eq(calls, 3);
+    cr_assert_eq(st_on_disk(dir), 10);
+}
+
+/* deliver_rate 0: no bound; every overdue timer is delivered. */
+Test(store, an_unbounded_rate_delivers_every_overdue_timer)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s;
+    uint64_t now = st_real();
+
+    tw_store_config_init(&cfg);
+    cfg.deliver_rate = 0;
+    s = st_open_cfg(dir, &rec, &cfg);
+    for (int i = 0; i < 300; i++)
+        cr_assert_eq(tw_store_schedule_at(s, now - 1000 * ST_MS + (uint64_t)i,
+                                          "u", 1, NULL, NULL, NULL),
+                     0);
+    cr_assert_eq(st_wait(&rec, &rec.n, 300, 20000), 300);
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    cr_assert_eq(st_on_disk(dir), 0);
+}
+
+/* Overdue timers wait their turn under deliver_rate (1 a second here); a
+ * cancel of one still waiting withdraws it: it is never delivered, and a
+ * close with cancelled ones still queued frees them (ASan's build checks
+ * that). */
+Test(store, a_due_timer_cancelled_before_its_turn_is_never_delivered)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s;
+    struct tw_store_id id[6];
+    uint64_t now = st_real();
+    size_t n;
+
+    tw_store_config_init(&cfg);
+    cfg.deliver_rate = 1;
+    s = st_open_cfg(dir, &rec, &cfg);
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(tw_store_schedule_at(s, now - 1000 * ST_MS + (uint64_t)i,
+                                          &i, sizeof i, NULL, NULL, &id[i]),
+                     0);
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(st_wait(&rec, &rec.n, 1, 10000), 1);
+    for (int i = 1; i < 4; i++)
+        cr_assert_eq(tw_store_cancel(s, id[i], NULL, NULL), 0);
+    cr_assert_eq(tw_store_sync(s), 0);
+    n = st_wait(&rec, &rec.n, 3, 20000);
+    cr_assert_geq(n, 2);
+    for (size_t k = 0; k < n; k++)
+        for (int i = 1; i < 4; i++)
+            cr_assert(rec.id[k].seq != id[i].seq,
+                      "cancelled timer %d delivered", i);
+    cr_assert_eq(tw_store_close(s), 0);
+    /* Again, closed while cancelled ones wait in the queue. */
+    s = st_open_cfg(dir, &rec, &cfg);
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(tw_store_schedule_at(s, now - 1000 * ST_MS + (uint64_t)i,
+                                          &i, sizeof i, NULL, NULL, &id[i]),
+                     0);
+    cr_assert_eq(tw_store_sync(s), 0);
+    for (int i = 2; i < 6; i++)
+        cr_assert_eq(tw_store_cancel(s, id[i], NULL, NULL), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+}
