@@ -147,3 +147,27 @@ Test(store_badinput, operations_while_closing_are_eshutdown)
     cr_assert_eq(late_rc, -ESHUTDOWN);
     cr_assert_eq(tw_store_scan(dir, st_count_visit, &(int64_t){0}), 1);
 }
+
+/* A NULL directory with a good config and an err to fill: -EINVAL. An open
+ * that fails past the config (a foreign directory) with err NULL: NULL,
+ * nothing else. A scan of a path that does not exist: -ENOENT. */
+Test(store_badinput, open_and_scan_of_no_directory)
+{
+    struct tw_store_config cfg;
+    char path[128];
+    FILE *f;
+    int err = 0;
+
+    tw_store_config_init(&cfg);
+    cfg.deliver = st_deliver;
+    cfg.deliver_arg = &rec;
+    cr_assert_null(tw_store_open(NULL, &cfg, &err));
+    cr_assert_eq(err, -EINVAL);
+    snprintf(path, sizeof path, "%s/mine", dir);
+    cr_assert_not_null(f = fopen(path, "w"));
+    fclose(f);
+    cr_assert_null(tw_store_open(dir, &cfg, NULL));
+    cr_assert_eq(
+        tw_store_scan("/nonexistent-twstore", st_count_visit, &(int64_t){0}),
+        -ENOENT);
+}

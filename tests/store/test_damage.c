@@ -495,3 +495,63 @@ Test(store_damage, a_damaged_replication_record_is_ebadmsg)
     put_raw_kv("R", 1, v, 33);
     cr_assert_eq(open_err(), -EBADMSG);
 }
+
+static int take_bytes(const void *buf, size_t len, void *ctx)
+{
+    (void)buf;
+    *(size_t *)ctx += len;
+    return 0;
+}
+
+/* The loader's answer to a damaged record: -EBADMSG from the operations
+ * after it (the store fails), and from a snapshot, which reads every
+ * record. */
+static void loader_and_snapshot_refuse(void)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s;
+    size_t bytes = 0;
+    int err = 1, rc = 0;
+
+    tw_store_config_init(&cfg);
+    cfg.deliver = st_deliver;
+    cfg.deliver_arg = &rec;
+    s = tw_store_open(dir, &cfg, &err);
+    cr_assert_not_null(s, "open: %d", err);
+    cr_assert_eq(tw_store_snapshot(s, take_bytes, &bytes, NULL), -EBADMSG);
+    for (int i = 0; i < 500 && rc == 0; i++) {
+        rc = tw_store_schedule_durable(s, UINT64_MAX, "", 0, NULL);
+        if (rc == 0)
+            st_sleep_ms(10);
+    }
+    cr_assert_eq(rc, -EBADMSG, "the loader: %d", rc);
+    rc = tw_store_close(s);
+    cr_assert(rc == 0 || rc == -EBADMSG, "close: %d", rc);
+}
+
+/* A timer's record with a payload longer than any schedule could write. */
+Test(store_damage, a_payload_past_the_maximum_is_ebadmsg)
+{
+    unsigned char k[17] = {'T'}, v[TW_STORE_PAYLOAD_MAX + 1] = {0};
+    uint64_t d = st_real() + 2000 * ST_MS;
+    struct tw_store *s = st_open(dir, &rec);
+
+    cr_assert_eq(tw_store_close(s), 0);
+    for (int i = 0; i < 8; i++)
+        k[1 + i] = (unsigned char)(d >> (56 - 8 * i));
+    k[16] = 99;
+    put_raw_kv(k, sizeof k, v, sizeof v);
+    loader_and_snapshot_refuse();
+}
+
+/* A timer's key of the wrong length, met by a snapshot too. */
+Test(store_damage, a_short_key_fails_a_snapshot)
+{
+    struct tw_store *s = st_open(dir, &rec);
+
+    cr_assert_eq(
+        tw_store_schedule_durable(s, st_real() + 2000 * ST_MS, "", 0, NULL), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    put_raw("T\x01\x02", 3);
+    loader_and_snapshot_refuse();
+}

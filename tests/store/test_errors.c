@@ -18,6 +18,7 @@
 #include <rocksdb/c.h>
 #include <spawn.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -646,4 +647,40 @@ Test(store_errors, a_database_without_current_is_new_unless_it_holds_a_log)
     cr_assert_eq(open_db_holding("OPTIONS-000005", "options"), 0);
     cr_assert_eq(open_db_holding("000003.log", "a record"), -EBADMSG);
     cr_assert_eq(open_db_holding("000003.log", ""), -EBADMSG);
+}
+
+/* ---- out of descriptors -------------------------------------------------- */
+
+static int lowest_free_fd(void)
+{
+    int fd = dup(0);
+
+    cr_assert_geq(fd, 0);
+    close(fd);
+    return fd;
+}
+
+/* With no descriptor left (RLIMIT_NOFILE at the lowest free one): an open
+ * fails with -EMFILE, a polled store's at its eventfd, a plain one's at
+ * the directory's files; both open once descriptors are free again. */
+Test(store_errors, out_of_descriptors_is_emfile)
+{
+    struct tw_store_config cfg;
+    struct rlimit old, low;
+    int err = 0;
+
+    cr_assert_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+    low = old;
+    low.rlim_cur = (rlim_t)lowest_free_fd();
+    tw_store_config_init(&cfg);
+    cfg.polled = true;
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+    cr_assert_null(tw_store_open(dir, &cfg, &err));
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+    cr_assert_eq(err, -EMFILE, "polled: %d", err);
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+    err = open_err(dir);
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+    cr_assert_eq(err, -EMFILE, "plain: %d", err);
+    cr_assert_eq(open_err(dir), 0);
 }
