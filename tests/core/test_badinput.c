@@ -482,3 +482,36 @@ Test(core_badinput_oom, create_reports_enomem)
     cfg.slots = NULL;
     cr_assert_eq(create_err(&cfg), 0);
 }
+
+/* A level whose slot would be wider than 2^64 ticks (seven levels of 4096
+ * slots: the seventh's slot is 4096^6 ticks) is refused, as a level whose
+ * slot in ns would pass 2^64; a slot of 2^63 ns and more still works (its
+ * level places by due tick: no reciprocal fits). */
+Test(core_badinput, create_refuses_slots_wider_than_time)
+{
+    static const uint32_t wide[] = {4096, 4096, 4096, 4096, 4096, 4096, 4096},
+                          two[] = {2, 2};
+    struct tw_config cfg;
+    struct tw_wheel *w;
+    struct rec r;
+    int err = 0;
+
+    tw_config_init(&cfg, TW_HIER);
+    cfg.slots = wide;
+    cfg.levels = 7;
+    cfg.tick_ns = 1;
+    cr_assert_eq(create_err(&cfg), -EINVAL);
+    cfg.levels = 6;
+    cr_assert_eq(create_err(&cfg), 0);
+    cfg.slots = two;
+    cfg.levels = 2;
+    cfg.tick_ns = UINT64_C(1) << 62; /* level 1's slot: 2^63 ns */
+    w = tw_create(&cfg, &err);
+    cr_assert_not_null(w, "%d", err);
+    rec_init(&r, w);
+    cr_assert_eq(tw_schedule(w, &r.t, UINT64_C(3) << 62), 0);
+    wheel_ok(w);
+    cr_assert_eq(tw_advance(w, UINT64_MAX), 1);
+    cr_assert_eq(r.fired, 1);
+    tw_destroy(w);
+}

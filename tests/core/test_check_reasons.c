@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "list.h"
 #include "util.h"
 #include "wheel.h"
 
@@ -203,4 +204,185 @@ Test(core_check_reasons, list_link_to_nowhere)
     a.t.link.next = next;
     wheel_ok(w);
     tw_destroy(w);
+}
+
+Test(core_check_reasons, fast_path_bound)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+
+    w->fast_ns ^= 1;
+    expect_reason(w, "fast-path bound does not match");
+    w->fast_ns ^= 1;
+    wheel_ok(w);
+    tw_destroy(w);
+}
+
+/* Each field of level 0's ns bounds, wrong in turn. */
+Test(core_check_reasons, hier_level_ns_bounds_each_field)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct tw__place *p = &w->place[0], keep = *p;
+
+    p->last_ns ^= 1;
+    expect_reason(w, "level 0: ns bounds do not match");
+    *p = keep;
+    p->org_ns ^= 1;
+    expect_reason(w, "level 0: ns bounds do not match");
+    *p = keep;
+    p->org2_ns ^= 2;
+    expect_reason(w, "level 0: ns bounds do not match");
+    *p = keep;
+    p->slot0 = &w->slots[w->levels[1].first];
+    expect_reason(w, "level 0: ns bounds do not match");
+    *p = keep;
+    p->mult = p->mult ? 0 : 1;
+    expect_reason(w, "level 0: ns bounds do not match");
+    *p = keep;
+    p->width_ns = p->width_ns ? 0 : 1;
+    expect_reason(w, "level 0: ns bounds do not match");
+    *p = keep;
+    wheel_ok(w);
+    tw_destroy(w);
+}
+
+/* A level's revolution that does not hold cur: cur below its base, past
+ * its last tick, or a base off its span's multiple. */
+Test(core_check_reasons, hier_level_revolution_each_bound)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct tw__level *lv = &w->levels[0], keep;
+    struct rec r;
+
+    rec_init(&r, w); /* a timer to fire, so that the advance moves cur */
+    cr_assert_eq(tw_schedule(w, &r.t, 4 * MS), 0);
+    cr_assert_eq(tw_advance(w, 5 * MS), 1);
+    cr_assert_eq(w->cur, 5);
+    keep = *lv;
+    lv->base = w->cur + 1;
+    expect_reason(w, "level 0: revolution does not hold cur");
+    *lv = keep;
+    lv->last = w->cur - 1;
+    expect_reason(w, "level 0: revolution does not hold cur");
+    *lv = keep;
+    lv = &w->levels[1];
+    keep = *lv;
+    cr_assert_neq(lv->span, UINT64_MAX);
+    lv->base += 1; /* cur still inside, slot pos too: off the multiple */
+    expect_reason(w, "level 1: revolution does not hold cur");
+    *lv = keep;
+    wheel_ok(w);
+    tw_destroy(w);
+}
+
+Test(core_check_reasons, hier_bit_set_on_an_empty_slot)
+{
+    struct tw_wheel *w = wheel_new(TW_HIER);
+    struct rec r;
+
+    rec_init(&r, w);
+    cr_assert_eq(tw_schedule(w, &r.t, 3 * MS), 0); /* the word and level set */
+    w->levels[0].bits.words[0] |= UINT64_C(1) << 9;
+    expect_reason(w, "level 0 slot 9: bit 1, list empty");
+    w->levels[0].bits.words[0] &= ~(UINT64_C(1) << 9);
+    wheel_ok(w);
+    tw_destroy(w);
+}
+
+/* The idle bound open while work is due: a busy wheel, a timer left on
+ * the expired list, one on the deferred list, one on the demoting list
+ * (moved there from its slot by hand, and back). */
+Test(core_check_reasons, idle_bound_open_with_work_due)
+{
+    for (int list = 0; list < 4; list++) {
+        struct tw_wheel *w = wheel_new(list == 0 ? TW_HASHED : TW_HIER);
+        struct tw_link *slot;
+        struct rec r[2];
+        uint64_t idle;
+
+        for (int i = 0; i < 2; i++) {
+            rec_init(&r[i], w);
+            cr_assert_eq(tw_schedule(w, &r[i].t, 4 * MS), 0);
+        }
+        slot = r[1].t.link.next; /* the last in its slot: next is the head */
+        if (list == 1)
+            cr_assert_eq(tw_advance_bounded(w, 9 * MS, 1), 1);
+        if (list >= 2) {
+            tw__list_unlink(&r[1].t.link);
+            tw__list_push_back(list == 2 ? &w->deferred : &w->demoting,
+                               &r[1].t.link);
+        }
+        idle = w->head.idle_ns;
+        w->head.idle_ns = 1;
+        if (list == 0)
+            w->busy = TW__VISITING;
+        expect_reason(w, "idle bound open with work due");
+        w->busy = 0;
+        w->head.idle_ns = idle;
+        if (list >= 2) {
+            tw__list_unlink(&r[1].t.link);
+            tw__list_push_back(slot, &r[1].t.link);
+        }
+        wheel_ok(w);
+        tw_destroy(w);
+    }
+}
+
+/* The demoting list: used by a hashed wheel; in a hierarchical one, with
+ * no level spanning [cur, demote_last], or holding a timer due outside. */
+Test(core_check_reasons, demoting_list_misused)
+{
+    for (int mode = 0; mode < 2; mode++) {
+        struct tw_wheel *w = wheel_new((enum tw_mode)mode);
+        struct tw_link *slot;
+        struct rec r[2];
+
+        for (int i = 0; i < 2; i++) {
+            rec_init(&r[i], w);
+            cr_assert_eq(tw_schedule(w, &r[i].t, 5 * SEC), 0);
+        }
+        slot = r[1].t.link.next;
+        tw__list_unlink(&r[1].t.link);
+        tw__list_push_back(&w->demoting, &r[1].t.link);
+        if (mode == TW_HASHED) {
+            expect_reason(w, "demoting list used by a hashed wheel");
+        } else {
+            uint64_t keep = w->demote_last, idle = w->head.idle_ns;
+
+            w->head.idle_ns = 0; /* else "open with work due" comes first */
+            w->demote_last = w->levels[0].last + 1;
+            expect_reason(w, "demoting: no level spans");
+            w->demote_last = w->levels[0].last; /* level 0 spans it */
+            expect_reason(w, "demoting: due tick 5000 outside");
+            w->demote_last = keep;
+            w->head.idle_ns = idle;
+        }
+        tw__list_unlink(&r[1].t.link);
+        tw__list_push_back(slot, &r[1].t.link);
+        wheel_ok(w);
+        tw_destroy(w);
+    }
+}
+
+/* A broken list among the due lists (expired, deferred): the walk of the
+ * counts says so before anything else. */
+Test(core_check_reasons, broken_due_lists)
+{
+    for (int list = 0; list < 2; list++) {
+        struct tw_wheel *w = wheel_new(TW_HIER);
+        struct tw_link *head = list == 0 ? &w->expired : &w->deferred, *slot;
+        struct rec r;
+
+        rec_init(&r, w);
+        cr_assert_eq(tw_schedule(w, &r.t, 4 * SEC), 0);
+        slot = r.t.link.next;
+        tw__list_unlink(&r.t.link);
+        tw__list_push_back(head, &r.t.link);
+        head->prev = head;
+        expect_reason(w, "list tail does not match");
+        head->prev = &r.t.link;
+        tw__list_unlink(&r.t.link);
+        tw__list_push_back(slot, &r.t.link);
+        wheel_ok(w);
+        tw_destroy(w);
+    }
 }

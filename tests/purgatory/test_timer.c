@@ -114,3 +114,41 @@ Test(purgatory_timer, bad_input)
     cr_assert_eq(tw_purgatory_destroy(other), 0);
     cr_assert_eq(tw_destroy(w), 0);
 }
+
+static int expire_self(struct preq *r)
+{
+    return tw_purgatory_expire(r->p, &r->op);
+}
+
+/* tw_purgatory_expire() of an operation another purgatory watches, or
+ * called from inside a try_complete: the first is no timer of this
+ * purgatory's (0, nothing changes), the second -EDEADLK. A timer with no
+ * arm, as one with no disarm, is refused at the create. */
+Test(purgatory_timer, expire_of_anothers_operation_or_from_a_try)
+{
+    struct toy t1 = {0}, t2 = {0};
+    struct tw_purgatory_timer no_arm = {NULL, toy_disarm, &t1};
+    struct tw_purgatory_config cfg;
+    struct tw_purgatory *p1 = on_toy(&t1), *p2 = on_toy(&t2);
+    struct tw_key k = pkey("k");
+    struct preq r;
+    int err = 0;
+
+    tw_purgatory_config_init(&cfg);
+    cfg.timer = &no_arm;
+    cr_assert_null(tw_purgatory_create(&cfg, &err));
+    cr_assert_eq(err, -EINVAL);
+    preq_init(&r, p1);
+    cr_assert_eq(tw_purgatory_watch(p1, &r.op, &k, 1, SEC), 0);
+    cr_assert_eq(tw_purgatory_expire(p2, &r.op), 0);
+    cr_assert_eq(r.expires, 0);
+    cr_assert_eq(tw_delayed_state(&r.op), TW_DELAYED_WATCHED);
+    r.in_try = expire_self;
+    cr_assert_eq(tw_purgatory_check(p1, "k", 1), 0);
+    cr_assert_eq(r.in_try_rc, -EDEADLK);
+    cr_assert_eq(r.expires, 0);
+    cr_assert_eq(tw_purgatory_expire(p1, &r.op), 1);
+    cr_assert_eq(r.expires, 1);
+    cr_assert_eq(tw_purgatory_destroy(p1), 0);
+    cr_assert_eq(tw_purgatory_destroy(p2), 0);
+}

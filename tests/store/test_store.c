@@ -448,6 +448,8 @@ Test(store, a_due_timer_cancelled_before_its_turn_is_never_delivered)
     uint64_t now = st_real();
     size_t n;
 
+    st_rec_init(&rec, false); /* no ack from the callback: it may run in
+                                 the close, where an ack is -ESHUTDOWN */
     tw_store_config_init(&cfg);
     cfg.deliver_rate = 1;
     s = st_open_cfg(dir, &rec, &cfg);
@@ -461,6 +463,7 @@ Test(store, a_due_timer_cancelled_before_its_turn_is_never_delivered)
         cr_assert_eq(tw_store_cancel(s, id[i], NULL, NULL), 0);
     cr_assert_eq(tw_store_sync(s), 0);
     n = st_wait(&rec, &rec.n, 3, 20000);
+    cr_log_info("%zu delivered in the first part", n);
     cr_assert_geq(n, 2);
     for (size_t k = 0; k < n; k++)
         for (int i = 1; i < 4; i++)
