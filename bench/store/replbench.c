@@ -31,12 +31,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchclock.h"
 #include "jsnode.h"
 #include "timewheel/store.h"
 
-#define S UINT64_C(1000000000)
-
-static atomic_ulong done_n, done_err;
 static uint32_t record_bytes = 256u << 10; /* --record */
 static unsigned long rng_state = 88172645463325252ul;
 
@@ -46,31 +44,6 @@ static unsigned long rng(void)
     rng_state ^= rng_state >> 7;
     rng_state ^= rng_state << 17;
     return rng_state;
-}
-
-static uint64_t mono(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * S + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t real(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * S + (uint64_t)ts.tv_nsec;
-}
-
-static void on_done(struct tw_store_id id, int err, void *arg)
-{
-    (void)id;
-    (void)arg;
-    if (err)
-        atomic_fetch_add(&done_err, 1);
-    atomic_fetch_add(&done_n, 1);
 }
 
 static void on_deliver(struct tw_store *s, struct tw_store_id id, const void *p,
