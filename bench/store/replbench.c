@@ -185,19 +185,25 @@ int main(int argc, char **argv)
     if (js_connect(&j, urls, 0) != 0)
         return 2;
     for (int r = 0; r < reps; r++) {
-        uint64_t from, to, entries = 0;
+        uint64_t from, to, entries = 0, t0;
 
         single[r] = schedules(ldir, NULL, n);
         js_stream_last(&j, &from);
         j.last_seq = from;
+        j.log_ns = j.log_bytes = 0;
+        t0 = mono();
         repl[r] = schedules(ldir, &j, n);
+        t0 = mono() - t0;
         js_stream_last(&j, &to);
         apply[r] = apply_rate(fdir, urls, from, to, &entries);
         fprintf(stderr,
                 "replbench: rep %d: single %.0f/s, replicated %.0f/s "
-                "(%llu records), apply %.0f entries/s (%llu)\n",
+                "(%llu records, %.1f MB, %.0f%% of the row's time in log()), "
+                "apply %.0f entries/s (%llu)\n",
                 r, single[r], repl[r], (unsigned long long)(to - from),
-                apply[r], (unsigned long long)entries);
+                (double)j.log_bytes / 1e6,
+                100.0 * (double)j.log_ns / (double)t0, apply[r],
+                (unsigned long long)entries);
         if (single[r] < 0 || repl[r] < 0 || apply[r] < 0)
             return 1;
     }
