@@ -272,3 +272,78 @@ Test(store_alloc, a_table_without_current_is_never_taken_for_new)
     alloc_fail_after(0);
     cr_assert_eq(alloc_live(), 0, "%lu blocks held", alloc_live());
 }
+
+/* A store whose worker allocates nothing unasked for the test's length: a
+ * window of an hour, so the loader runs at the open only. */
+static struct tw_store *quiet_store(bool polled)
+{
+    struct tw_store_config cfg;
+    struct tw_store *s;
+    int err = 1;
+
+    tw_store_config_init(&cfg);
+    if (polled) {
+        cfg.polled = true;
+    } else {
+        cfg.deliver = st_deliver;
+        cfg.deliver_arg = &rec;
+    }
+    cfg.window_ns = UINT64_C(3600000000000);
+    s = tw_store_open(dir, &cfg, &err);
+    cr_assert_not_null(s, "open: %d", err);
+    return s;
+}
+
+static struct tw_store *sched_store;
+
+static int schedule_once(void *ctx)
+{
+    (void)ctx;
+    return tw_store_schedule_at(sched_store, UINT64_MAX, "m", 1, NULL, NULL,
+                                NULL);
+}
+
+/* A schedule whose timer, or the first queue, cannot be allocated:
+ * -ENOMEM, nothing queued, nothing held, and the store goes on. */
+Test(store_alloc, a_schedule_without_memory_is_enomem)
+{
+    alloc_install(false);
+    sched_store = quiet_store(false);
+    cr_assert_eq(alloc_fail_each(schedule_once, NULL), 2);
+    cr_assert_eq(tw_store_sync(sched_store), 0);
+    cr_assert_eq(tw_store_count(sched_store), 1);
+    cr_assert_eq(tw_store_close(sched_store), 0);
+    cr_assert_eq(st_on_disk(dir), 1);
+    cr_assert_eq(alloc_live(), 0, "%lu blocks held", alloc_live());
+}
+
+/* The copy of a polled delivery that cannot be allocated is made again
+ * later: the timer is polled once, and the store does not fail. With the
+ * queue allocated by a first schedule, the next schedule's timer is the
+ * first allocation from here, the worker's copy for the poll the second. */
+Test(store_alloc, a_polled_copy_without_memory_is_made_again)
+{
+    struct tw_store *s;
+    int polled = 0;
+
+    alloc_install(false);
+    s = quiet_store(true);
+    cr_assert_eq(tw_store_schedule_durable(s, UINT64_MAX, "q", 1, NULL), 0);
+    alloc_fail_after(2); /* the queue is there: no allocation of its own */
+    cr_assert_eq(tw_store_schedule_at(s, st_real() - 1000 * ST_MS, "p", 1, NULL,
+                                      NULL, NULL),
+                 0);
+    for (uint64_t end = st_mono() + 10000 * ST_MS;
+         polled < 1 && st_mono() < end;) {
+        cr_assert_geq(tw_store_poll(s, ack_polled, &polled, 8), 0);
+        st_sleep_ms(2);
+    }
+    cr_assert_eq(polled, 1);
+    cr_assert_geq(atomic_load(&alloc_log.calls), 3, "no second try");
+    st_sleep_ms(20);
+    cr_assert_eq(tw_store_poll(s, ack_polled, &polled, 8), 0);
+    cr_assert_eq(polled, 1, "polled twice");
+    cr_assert_eq(tw_store_sync(s), 0);
+    cr_assert_eq(tw_store_close(s), 0);
+    cr_assert_eq(st_on_disk(dir), 1);
+}
