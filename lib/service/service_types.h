@@ -204,6 +204,11 @@ _Static_assert(sizeof(struct tw__handle_long) <= 80,
  * behind (one that runs a long callback, or gets no processor). */
 #define TW__REAP_FLOOR 512u
 #define TW__REAP_WAIT_NS UINT64_C(2000000)
+/* How many of its pushes onto the new queue a thread without a ring makes
+ * between two looks at the queue's backlog (backlog.c): each such thread
+ * may overshoot the bound by this many before it waits, so a few dozen of
+ * them overshoot by a few thousand; a look is two loads and a call. */
+#define TW__QUEUE_LOOK 64u
 
 /* Stripes of counters a thread owns (gate.c), each a cache line, so that
  * two threads never write the same line and a thread counts with plain

@@ -404,6 +404,7 @@ struct rpc_run {
     struct tw_service *s;
     uint64_t until;
     bool hook;
+    atomic_uint started; /* producers so far, to tell the later ones */
     atomic_ulong pairs;
     atomic_ulong wrong; /* a schedule's error, or 1000: a cancel's */
     unsigned long base; /* blocks held before the producers started */
@@ -428,13 +429,35 @@ static void rpc_count(struct rpc_run *r)
 static atomic_ulong rpc_released, rpc_late, rpc_very_late;
 static _Atomic uint64_t rpc_longest;
 
+/* The release times, in decades of milliseconds (up to 1, 10, 100, 1000,
+ * more), of the first RPC_RINGED producers started (which most likely
+ * claimed a stripe and a ring) and of the others (the later ones, which
+ * most likely push onto the shared queues): printed, so that a run says
+ * where the late ones came from. */
+#define RPC_DECADES 5
+#define RPC_RINGED 60
+static atomic_ulong rpc_hist[2][RPC_DECADES];
+/* The bit of a release hook's arg that says "a later producer". */
+#define RPC_LATER (UINT64_C(1) << 62)
+
+static void rpc_bucket(uint64_t d, bool later)
+{
+    unsigned b = 0;
+
+    for (uint64_t top = MS; b + 1 < RPC_DECADES && d > top; top *= 10)
+        b++;
+    atomic_fetch_add_explicit(&rpc_hist[later][b], 1, memory_order_relaxed);
+}
+
 /* The release hook: arg is the clock read just before the schedule, which
- * the cancel follows at once. */
+ * the cancel follows at once, and RPC_LATER. */
 static void rpc_release(void *arg)
 {
-    uint64_t d = now_ns() - (uint64_t)(uintptr_t)arg;
+    uint64_t a = (uint64_t)(uintptr_t)arg;
+    uint64_t d = now_ns() - (a & ~RPC_LATER);
     uint64_t m = atomic_load(&rpc_longest);
 
+    rpc_bucket(d, a & RPC_LATER);
     atomic_fetch_add(&rpc_released, 1);
     if (d > RPC_LET_GO)
         atomic_fetch_add(&rpc_late, 1);
@@ -448,13 +471,15 @@ static void *rpc_producer(void *arg)
 {
     struct rpc_run *r = arg;
     unsigned long n = 0;
+    uint64_t later =
+        atomic_fetch_add(&r->started, 1) >= RPC_RINGED ? RPC_LATER : 0;
 
     while (now_ns() < r->until) {
         for (int i = 0; i < 64; i++) {
             struct tw_timer_spec spec = {
                 .deadline = tw_service_now(r->s) + 50 * MS,
                 .cb = count_run,
-                .arg = (void *)(uintptr_t)now_ns(),
+                .arg = (void *)(uintptr_t)(now_ns() | later),
                 .release = r->hook ? rpc_release : NULL,
             };
             struct tw_handle *h;
@@ -517,6 +542,12 @@ static void rpc_producers(unsigned threads, bool hook)
                 threads, hook ? "" : " (no release hook)",
                 atomic_load(&r.pairs), most, most / threads, released, late,
                 atomic_load(&rpc_very_late), (double)longest / 1e6);
+    for (int g = 0; g < 2; g++)
+        cr_log_info("release times of the %s producers started: up to 1 ms "
+                    "%lu, 10 ms %lu, 100 ms %lu, 1 s %lu, more %lu",
+                    g ? "later" : "first 60", atomic_load(&rpc_hist[g][0]),
+                    atomic_load(&rpc_hist[g][1]), atomic_load(&rpc_hist[g][2]),
+                    atomic_load(&rpc_hist[g][3]), atomic_load(&rpc_hist[g][4]));
     cr_assert_leq(most / threads, RPC_MOST_PER_THREAD,
                   "%lu blocks held per producer (%lu in all, %u producers, "
                   "one timer each outstanding at most)",
