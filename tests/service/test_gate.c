@@ -108,6 +108,8 @@ static void stop_under_crowd(struct tw_service *s, unsigned n)
     t0 = now_ns();
     cr_assert_eq(tw_service_stop(s, NULL, NULL), 0);
     took = now_ns() - t0;
+    cr_log_info("stop took %.3f s with %u threads calling", (double)took / SEC,
+                n);
     sleep_ns(20 * MS); /* some calls meet the closed gate */
     atomic_store(&c.quit, true);
     for (unsigned i = 0; i < n; i++)
