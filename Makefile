@@ -41,7 +41,7 @@ WARN := -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
 SANFLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-omit-frame-pointer \
             -fno-sanitize-recover=all,)
 ALLOCDEF := $(if $(filter libc,$(ALLOC)),-DTW_ALLOC_LIBC,)
-# The library's own jemalloc (lib/core/jemalloc.c, tools/jemalloc.sh):
+# The library's own jemalloc (lib/core/jemalloc.c, lib/core/jemalloc.sh):
 # Debian's source package, built once per BUILD folder (every variant
 # links the same archive), its symbols hidden and prefixed tw_je_, linked
 # into the core's library alone. Nothing of it is a link flag of a program.
@@ -127,8 +127,8 @@ SO_FLAGS_core := $(if $(JE_LINK),-Wl$(comma)--exclude-libs$(comma)ALL -Wl$(comma
 merge_archive = rm -rf $(1).x && mkdir -p $(1).x && cd $(1).x && ar x $(abspath $(2)) && \
 	ar rs $(abspath $(1)) *.o >/dev/null && cd - >/dev/null && rm -rf $(1).x
 
-$(JE_A) $(JE_H) &: tools/jemalloc.sh
-	sh tools/jemalloc.sh $(JE_SRC) $(JE_OBJ)
+$(JE_A) $(JE_H) &: lib/core/jemalloc.sh
+	sh lib/core/jemalloc.sh $(JE_SRC) $(JE_OBJ)
 	touch $(JE_A) $(JE_H)
 
 # The version in the installed files' names (libtimewheel.so.0.1.0), from
@@ -279,7 +279,7 @@ PC_RUNPATH = $(if $(filter /usr /usr/,$(PREFIX)),, -Wl$(comma)-rpath$(comma)$${l
 pc_text = prefix=$(PREFIX)\nincludedir=$${prefix}/include\nlibdir=$(PC_LIBDIR)\n\nName: $(NAME_$(1))\nDescription: $(DESC_$(1))\nVersion: $(PC_VERSION)\nRequires: $(foreach n,$(NEEDS_$(1)),$(NAME_$(n)))\nCflags: -I$${includedir}\nLibs: -L$${libdir} -l$(NAME_$(1))$(PC_RUNPATH)\nLibs.private: $(call PRIV,$(1))\n
 PCDIR = $(DESTDIR)$(LIBDIR)/pkgconfig
 CMAKEDIR = $(DESTDIR)$(LIBDIR)/cmake/timewheel
-# The CMake package's templates (cmake/), filled with the install's paths.
+# The CMake package's templates (lib/cmake/), filled with the install's paths.
 cmake_subst = sed -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(PREFIX)/include|' \
     -e 's|@VERSION@|$(SO_VERSION)|' -e 's|@LAYERS@|$(LAYERS)|' \
     $(foreach l,$(LAYERS),-e 's|@EXT_$(l)@|$(call PRIV,$(l))|')
@@ -294,8 +294,8 @@ install: lib
 	ln -sf lib$(NAME_$(l)).so.$(SO_VERSION) $(DESTDIR)$(LIBDIR)/lib$(NAME_$(l)).so.$(SO_MAJOR) && \
 	ln -sf lib$(NAME_$(l)).so.$(SO_MAJOR) $(DESTDIR)$(LIBDIR)/lib$(NAME_$(l)).so && \
 	printf '$(call pc_text,$(l))' > $(PCDIR)/$(NAME_$(l)).pc;)
-	$(cmake_subst) cmake/timewheelConfig.cmake.in > $(CMAKEDIR)/timewheelConfig.cmake
-	$(cmake_subst) cmake/timewheelConfigVersion.cmake.in > $(CMAKEDIR)/timewheelConfigVersion.cmake
+	$(cmake_subst) lib/cmake/timewheelConfig.cmake.in > $(CMAKEDIR)/timewheelConfig.cmake
+	$(cmake_subst) lib/cmake/timewheelConfigVersion.cmake.in > $(CMAKEDIR)/timewheelConfigVersion.cmake
 
 uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/include/timewheel $(CMAKEDIR)
@@ -362,8 +362,8 @@ format-check: format-tool
 #   tests/mosquitto/mosquitto.mk  make mosquitto, mosquitto-test, mosquitto-ci
 #                              (CI), mosquitto-bench, mosquitto-check (a step
 #                              of make test): Mosquitto on timewheel
-#   abi/abi.mk                 make abi-check (CI), abi-dump: the shared
-#                              libraries' ABI against the dumps in abi/
+#   tests/abi/abi.mk           make abi-check (CI), abi-dump: the shared
+#                              libraries' ABI against the dumps in tests/abi/
 #   tests/nng/nng.mk           make nng, nng-test (CI), nng-bench, nng-check
 #                              (a step of make test): nng's aio timers on
 #                              timewheel
@@ -376,7 +376,7 @@ include tests/store/store.mk
 include tests/store/replica/replica.mk
 include bench/store/store.mk
 include tests/mosquitto/mosquitto.mk
-include abi/abi.mk
+include tests/abi/abi.mk
 include tests/nng/nng.mk
 
 # The header dependencies written by -MMD, of the objects above and of the

@@ -31,6 +31,8 @@
 
 #include <nng/nng.h>
 
+#include "expire.h"
+
 #define TIMEOUT_MS 3000u /* 1.5 x a keepalive of 2 s */
 #define JITTER_MS 1000u
 
@@ -44,14 +46,6 @@ struct client {
 
 static struct client *clients;
 static atomic_uint noticed;
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void ka_cb(void *arg)
 {
@@ -71,46 +65,6 @@ static void arm(struct client *c)
 {
     c->armed = now_ns();
     nng_sleep_aio((nng_duration)c->timeout, c->aio);
-}
-
-/* The run time of the threads named nng:aio:expire, in ns. */
-static uint64_t expire_cpu_ns(void)
-{
-    uint64_t sum = 0;
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        char path[300], buf[64] = "";
-        FILE *f;
-
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-        if ((f = fopen(path, "r")) == NULL)
-            continue;
-        if (fgets(buf, sizeof(buf), f) == NULL)
-            buf[0] = 0;
-        fclose(f);
-        if (strncmp(buf, "nng:aio:expire", 14) != 0)
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", e->d_name);
-        if ((f = fopen(path, "r")) == NULL)
-            continue;
-        if (fgets(buf, sizeof(buf), f) != NULL)
-            sum += strtoull(buf, NULL, 10);
-        fclose(f);
-    }
-    if (d != NULL)
-        closedir(d);
-    return sum;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
@@ -147,7 +101,7 @@ int main(int argc, char **argv)
     /* Clients [0, active) talk; [active, n) are silent. */
     for (size_t i = 0; i < n; i++)
         arm(&clients[i]);
-    cpu0 = expire_cpu_ns();
+    cpu0 = expire_threads().run_ns;
     t0 = now_ns();
     end = t0 + (uint64_t)seconds * 1000000000u;
     /* Each active client once a second on average: pace by the clock. */
@@ -166,7 +120,7 @@ int main(int argc, char **argv)
         arm(&clients[k]);
         packets++;
     }
-    cpu = expire_cpu_ns() - cpu0;
+    cpu = expire_threads().run_ns - cpu0;
     /* Silent clients not noticed yet are waited for (30 s at most), so
      * that a slow queue shows as lateness rather than as a smaller count;
      * the active ones start to expire too once the traffic stops. */

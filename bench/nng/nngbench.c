@@ -35,6 +35,8 @@
 
 #include <nng/nng.h>
 
+#include "expire.h"
+
 #define LONG_MIN_MS 1000000u  /* the pending timeouts: 1000 s ... */
 #define LONG_SPAN_MS 1000000u /* ... to 2000 s */
 #define SLEEP_MS 1            /* the re-armed sleep */
@@ -45,90 +47,13 @@
 #define BURST_MS 50
 #define MAX_THREADS 64
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void die(const char *what, int rv)
 {
     fprintf(stderr, "nngbench: %s: %s\n", what, nng_strerror(rv));
     exit(1);
 }
 
-/* ---- the expire threads' CPU and wake-ups -------------------------------- */
-
-struct threads {
-    uint64_t run_ns;
-    uint64_t wakes;
-    unsigned count;
-};
-
-static uint64_t read_u64(const char *path, const char *key)
-{
-    char line[256];
-    uint64_t v = 0;
-    FILE *f = fopen(path, "r");
-
-    if (f == NULL)
-        return 0;
-    while (fgets(line, sizeof(line), f) != NULL) {
-        if (key == NULL) {
-            v = strtoull(line, NULL, 10);
-            break;
-        }
-        if (strncmp(line, key, strlen(key)) == 0) {
-            v = strtoull(line + strlen(key), NULL, 10);
-            break;
-        }
-    }
-    fclose(f);
-    return v;
-}
-
-/* Sum over the threads named nng:aio:expire (nng_thr_set_name). */
-static struct threads expire_threads(void)
-{
-    struct threads t = {0, 0, 0};
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-
-    while (d != NULL && (e = readdir(d)) != NULL) {
-        char path[300], comm[64] = "";
-        FILE *f;
-
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-        if ((f = fopen(path, "r")) == NULL)
-            continue;
-        if (fgets(comm, sizeof(comm), f) == NULL)
-            comm[0] = 0;
-        fclose(f);
-        if (strncmp(comm, "nng:aio:expire", 14) != 0)
-            continue;
-        snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", e->d_name);
-        t.run_ns += read_u64(path, NULL);
-        snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
-        t.wakes += read_u64(path, "voluntary_ctxt_switches:");
-        t.count++;
-    }
-    if (d != NULL)
-        closedir(d);
-    return t;
-}
-
 /* ---- lateness samples ---------------------------------------------------- */
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-    return x < y ? -1 : x > y;
-}
 
 /* The p-th percentile (0..100) of n sorted samples, in ms. */
 static double pct_ms(const uint64_t *v, size_t n, double p)

@@ -31,12 +31,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchclock.h"
 #include "jsnode.h"
 #include "timewheel/store.h"
 
-#define S UINT64_C(1000000000)
-
-static atomic_ulong done_n, done_err;
 static uint32_t record_bytes = 256u << 10; /* --record */
 static unsigned long rng_state = 88172645463325252ul;
 
@@ -46,31 +44,6 @@ static unsigned long rng(void)
     rng_state ^= rng_state >> 7;
     rng_state ^= rng_state << 17;
     return rng_state;
-}
-
-static uint64_t mono(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * S + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t real(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * S + (uint64_t)ts.tv_nsec;
-}
-
-static void on_done(struct tw_store_id id, int err, void *arg)
-{
-    (void)id;
-    (void)arg;
-    if (err)
-        atomic_fetch_add(&done_err, 1);
-    atomic_fetch_add(&done_n, 1);
 }
 
 static void on_deliver(struct tw_store *s, struct tw_store_id id, const void *p,
@@ -212,19 +185,25 @@ int main(int argc, char **argv)
     if (js_connect(&j, urls, 0) != 0)
         return 2;
     for (int r = 0; r < reps; r++) {
-        uint64_t from, to, entries = 0;
+        uint64_t from, to, entries = 0, t0;
 
         single[r] = schedules(ldir, NULL, n);
         js_stream_last(&j, &from);
         j.last_seq = from;
+        j.log_ns = j.log_bytes = 0;
+        t0 = mono();
         repl[r] = schedules(ldir, &j, n);
+        t0 = mono() - t0;
         js_stream_last(&j, &to);
         apply[r] = apply_rate(fdir, urls, from, to, &entries);
         fprintf(stderr,
                 "replbench: rep %d: single %.0f/s, replicated %.0f/s "
-                "(%llu records), apply %.0f entries/s (%llu)\n",
+                "(%llu records, %.1f MB, %.0f%% of the row's time in log()), "
+                "apply %.0f entries/s (%llu)\n",
                 r, single[r], repl[r], (unsigned long long)(to - from),
-                apply[r], (unsigned long long)entries);
+                (double)j.log_bytes / 1e6,
+                100.0 * (double)j.log_ns / (double)t0, apply[r],
+                (unsigned long long)entries);
         if (single[r] < 0 || repl[r] < 0 || apply[r] < 0)
             return 1;
     }

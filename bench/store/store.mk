@@ -25,6 +25,7 @@ DEPS_BENCH += liblmdb-dev libsqlite3-dev
 # Always the optimised, unsanitised build, as the other benchmarks: the
 # targets below build it through a make of that variant.
 $(STORE_BENCH_BIN): bench/store/storebench.c bench/store/diskbytes.h \
+                    bench/store/benchclock.h \
                     include/timewheel/store.h \
                     $(A_store) $(A_core)
 	@mkdir -p $(@D)
@@ -33,7 +34,8 @@ $(STORE_BENCH_BIN): bench/store/storebench.c bench/store/diskbytes.h \
 
 # The replicated rows (replbench): the store through a 3-node NATS
 # JetStream cluster on 127.0.0.1 beside the store alone, interleaved.
-$(STORE_REPL_BIN): bench/store/replbench.c tests/store/replica/jsnode.c \
+$(STORE_REPL_BIN): bench/store/replbench.c bench/store/benchclock.h \
+                   tests/store/replica/jsnode.c \
                    tests/store/replica/jsnode.h include/timewheel/store.h \
                    $(A_store) $(A_core)
 	@mkdir -p $(@D)

@@ -37,40 +37,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchclock.h"
 #include "diskbytes.h"
 #include "timewheel/store.h"
 
 #define MS UINT64_C(1000000)
-#define S UINT64_C(1000000000)
 #define CRASH_EXTRA 200000
 
-static atomic_ulong done_n, done_err, delivered;
+static atomic_ulong delivered;
 static atomic_ullong first_delivery_ns;
-
-static uint64_t mono(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * S + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t real(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * S + (uint64_t)ts.tv_nsec;
-}
-
-static void on_done(struct tw_store_id id, int err, void *arg)
-{
-    (void)id;
-    (void)arg;
-    if (err)
-        atomic_fetch_add(&done_err, 1);
-    atomic_fetch_add(&done_n, 1);
-}
 
 static void on_deliver(struct tw_store *s, struct tw_store_id id, const void *p,
                        size_t len, void *arg)

@@ -25,7 +25,7 @@ static inline void *tw__zalloc(size_t size)
 void *tw__je_alloc(size_t size);
 void tw__je_free(void *p, size_t size);
 
-/* The private jemalloc's mallctl() (tools/jemalloc.sh): hidden in the
+/* The private jemalloc's mallctl() (lib/core/jemalloc.sh): hidden in the
  * shared library, reachable from a program linked with libtimewheel.a, as
  * the tests and benchmarks are, to read the library's arenas. */
 int tw_je_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,

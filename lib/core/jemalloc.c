@@ -4,7 +4,7 @@
  * time. tw__je_alloc() and tw__je_free() are all the seam calls.
  *
  * Whose jemalloc. The library's own: Debian's jemalloc source, built by
- * tools/jemalloc.sh with the prefix tw_je_, every symbol hidden, no
+ * lib/core/jemalloc.sh with the prefix tw_je_, every symbol hidden, no
  * operator new, thread state in dynamic TLS, and linked into
  * libtimewheel.so (and libtimewheel.a) alone. So the library never touches
  * the host's allocator: the host's malloc() and operator new resolve as they
@@ -96,7 +96,7 @@
 
 #ifndef TW_ALLOC_LIBC
 #define JEMALLOC_NO_DEMANGLE 1 /* je_mallocx(): the prefix-free names */
-#include <jemalloc/jemalloc.h> /* the private build's (tools/jemalloc.sh) */
+#include <jemalloc/jemalloc.h> /* the private build's (lib/core/jemalloc.sh) */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>

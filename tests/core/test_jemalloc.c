@@ -16,7 +16,7 @@
 #include "util.h"
 
 #ifndef TW_ALLOC_LIBC
-/* The library's private jemalloc (tools/jemalloc.sh), its names
+/* The library's private jemalloc (lib/core/jemalloc.sh), its names
  * prefixed tw_je_: reachable here because the tests link libtimewheel.a. */
 #include <jemalloc/jemalloc.h>
 #include <pthread.h>

@@ -21,6 +21,8 @@
 
 #include <timewheel.h>
 
+#include "hostwait.h"
+
 #define CYCLES 100
 
 static void *lib;
@@ -43,23 +45,6 @@ static void *sym(const char *name)
 
 /* The function name of the open library, as a pointer of its type. */
 #define FN(ret, name, ...) ((ret(*)(__VA_ARGS__))sym(#name))
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    nanosleep(&ts, NULL);
-}
-
-static int wait_for(int *flag)
-{
-    for (int i = 0; i < 1000; i++) {
-        if (__atomic_load_n(flag, __ATOMIC_SEQ_CST))
-            return 1;
-        sleep_ms(1);
-    }
-    return 0;
-}
 
 static void on_timer(struct tw_timer *t, void *arg)
 {
@@ -143,19 +128,6 @@ static void service_down(struct tw_service *s)
 {
     if (FN(int, tw_service_destroy, struct tw_service *)(s))
         fail("service: destroy");
-}
-
-static bool never(struct tw_delayed *op, void *arg)
-{
-    (void)op;
-    (void)arg;
-    return false;
-}
-
-static void on_expire(struct tw_delayed *op, void *arg)
-{
-    (void)op;
-    __atomic_store_n((int *)arg, 1, __ATOMIC_SEQ_CST);
 }
 
 static void purgatory_cycle(void)

@@ -29,6 +29,8 @@
 #ifdef TW
 #include <timewheel.h>
 #include <unistd.h>
+
+#include "hostwait.h"
 #endif
 #ifdef ROCKS
 #include <rocksdb/c.h>
@@ -72,24 +74,6 @@ static void on_service(struct tw_handle *h, void *arg)
     __atomic_add_fetch((int *)arg, 1, __ATOMIC_SEQ_CST);
 }
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    nanosleep(&ts, NULL);
-}
-
-/* Wait up to 10 s for *flag to be set. */
-static int wait_for(int *flag)
-{
-    for (int i = 0; i < 1000; i++) {
-        if (__atomic_load_n(flag, __ATOMIC_SEQ_CST))
-            return 1;
-        sleep_ms(10);
-    }
-    return 0;
-}
-
 #ifdef TW_CORE_ONLY
 static void core_only(void)
 {
@@ -128,19 +112,6 @@ static void core_and_loop(void)
     }
     tw_destroy(w);
     printf("core timer fired\nloop timer fired\n");
-}
-
-static bool never(struct tw_delayed *op, void *arg)
-{
-    (void)op;
-    (void)arg;
-    return false;
-}
-
-static void on_expire(struct tw_delayed *op, void *arg)
-{
-    (void)op;
-    __atomic_store_n((int *)arg, 1, __ATOMIC_SEQ_CST);
 }
 
 static void service_and_purgatory(void)

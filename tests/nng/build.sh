@@ -7,7 +7,7 @@
 #
 #   build.sh TREE JOBS [TARGET]   the log goes to TREE/build.log; TARGET
 #                                  (ninja's, default all): nng, the library
-#                                  alone
+#                                  alone; configure: cmake's step alone
 set -eu
 tree=$1 jobs=$2 target=${3:-all}
 log=$tree/build.log
@@ -17,5 +17,5 @@ log=$tree/build.log
             -DCMAKE_BUILD_TYPE=RelWithDebInfo \
             -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g"
     fi
-    ninja -C "$tree/build" -j"$jobs" "$target"
+    [ "$target" = configure ] || ninja -C "$tree/build" -j"$jobs" "$target"
 } > "$log" 2>&1 || { tail -30 "$log"; echo "build.sh: building $tree failed (log: $log)" >&2; exit 1; }

@@ -13,8 +13,11 @@
 #                     same tests must pass on both; the two that need the
 #                     internet are excluded by name (NNG_CTEST_EXCLUDE);
 #                     failures are run again on both builds alike and
-#                     reported as flakes when they pass. CI runs it
-#                     (make nng-ci: the same, or a skip without NNG_SRC).
+#                     reported as flakes when they pass.
+#   make nng-ci       CI's: the patched build's ctest, with the stock build
+#                     only configured for its list of tests and built only
+#                     when a test fails (tests/nng/ci.sh); a skip without
+#                     NNG_SRC
 #   make nng-bench    stock against patched in one run (bench/nng/bench.sh;
 #                     also the first patch alone, build/nng/fix, whose
 #                     library it builds once): the figures of
@@ -45,7 +48,7 @@ NNG_BENCH := bench/nng/nngbench.c
 NNG_NO_SRC := no nng source at NNG_SRC=$(NNG_SRC): set NNG_SRC to nng \
 1.12.0 (its .tar.gz, e.g. from https://github.com/nanomsg/nng/archive/refs/tags/v1.12.0.tar.gz, or a checkout)
 
-.PHONY: nng nng-build nng-tw nng-test nng-test-run nng-ci nng-bench \
+.PHONY: nng nng-build nng-build-patched nng-tw nng-test nng-test-run nng-ci nng-bench \
         nng-bench-run nng-check
 
 # ---- building ----------------------------------------------------------------
@@ -76,11 +79,13 @@ $(NNG_FIX)/.tree: $(NNG_SRC) $(NNG_PATCHES) tests/nng/tree.sh
 	sh tests/nng/tree.sh $(NNG_SRC) $(NNG_FIX) $(firstword $(NNG_PATCHES))
 	@touch $@
 
-nng-build: nng-tw $(NNG_STOCK)/.tree $(NNG_PATCHED)/.tree
+nng-build: nng-build-patched $(NNG_STOCK)/.tree
 	sh tests/nng/build.sh $(NNG_STOCK) $(NNG_JOBS)
+	@echo "nng: $(NNG_STOCK)/build and $(NNG_PATCHED)/build"
+
+nng-build-patched: nng-tw $(NNG_PATCHED)/.tree
 	PKG_CONFIG_PATH=$(NNG_PREFIX)/lib/pkgconfig \
 	    sh tests/nng/build.sh $(NNG_PATCHED) $(NNG_JOBS)
-	@echo "nng: $(NNG_STOCK)/build and $(NNG_PATCHED)/build"
 
 # ---- nng's own tests ---------------------------------------------------------
 
@@ -90,10 +95,12 @@ nng-test: nng
 nng-test-run:
 	sh tests/nng/ctest.sh $(NNG_STOCK) $(NNG_PATCHED) $(NNG_DIR)
 
-# CI: make nng-test, or a line saying why it was skipped.
+# CI: tests/nng/ci.sh, or a line saying why it was skipped.
 nng-ci:
 	@if test -e "$(NNG_SRC)"; then \
-	    $(MAKE) --no-print-directory nng-test; \
+	    $(MAKE) --no-print-directory deps DEPS_EXTRA="$(DEPS_NNG)" && \
+	    $(MAKE) --no-print-directory nng-build-patched $(NNG_STOCK)/.tree && \
+	    NNG_JOBS=$(NNG_JOBS) sh tests/nng/ci.sh $(NNG_STOCK) $(NNG_PATCHED) $(NNG_DIR); \
 	else echo "nng-ci: skipped: $(NNG_NO_SRC)"; fi
 
 # ---- the benchmark ---------------------------------------------------------------

@@ -8,12 +8,14 @@
  * stopped).
  *
  * The callers here stop by themselves after CROWD_NS, so that a gate that
- * starves stop makes the test fail on its bound rather than hang: on
- * 103bd1b stop took 9.2-9.9 s in each test, until the callers stopped.
- * The bound is generous (a 2-core machine shared with other jobs,
- * ThreadSanitizer): stop now waits only for the calls that were inside
- * when it closed, each needing one more turn on a processor among a
- * hundred busy threads; measured 0.1-1.3 s at a load average of 30-60.
+ * starves stop makes the test fail rather than hang: on 103bd1b stop took
+ * 9.2-9.9 s in each test, until the callers stopped. What tells a starved
+ * stop from a slow machine is not a time but whether stop returned while
+ * the crowd still called: calls that come after it returned and meet the
+ * closed gate. (Stop waits only for the calls that were inside when it
+ * closed, each needing one more turn on a processor among a hundred busy
+ * threads: measured 0.1-1.3 s at a load average of 30-60, but 5.5 s once
+ * in a CI run at load 10-18, which a bound of 4 s failed.)
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -24,18 +26,19 @@
 #include "util.h"
 
 #define HOUR (UINT64_C(3600) * SEC)
-/* How long the callers call if no one tells them to stop. */
-#define CROWD_NS (10 * SEC)
-/* The most stop may take with the crowd calling. */
-#define STOP_BOUND_NS (4 * SEC)
+/* How long the callers call if no one tells them to stop: a stop that
+ * has not returned by then was starved. */
+#define CROWD_NS (20 * SEC)
 
 struct crowd {
     struct tw_service *s;
     atomic_int calling;   /* callers that have made their first call */
     atomic_bool go;       /* every caller has: call without pause */
     atomic_bool quit;     /* the test is done with them */
+    atomic_bool stopped;  /* tw_service_stop() has returned */
     uint64_t give_up;     /* when they stop by themselves */
     atomic_ulong refused; /* -ESHUTDOWN answers */
+    atomic_ulong after;   /* ... of calls made after stop returned */
     atomic_ulong odd;     /* answers other than 0, -EAGAIN, -ESHUTDOWN */
 };
 
@@ -45,11 +48,13 @@ static void nop_cb(struct tw_handle *h, void *arg)
     (void)arg;
 }
 
-static void count(struct crowd *c, int rc)
+static void count(struct crowd *c, bool stopped, int rc)
 {
-    if (rc == -ESHUTDOWN)
+    if (rc == -ESHUTDOWN) {
         atomic_fetch_add_explicit(&c->refused, 1, memory_order_relaxed);
-    else if (rc && rc != -EAGAIN)
+        if (stopped)
+            atomic_fetch_add_explicit(&c->after, 1, memory_order_relaxed);
+    } else if (rc && rc != -EAGAIN)
         atomic_fetch_add_explicit(&c->odd, 1, memory_order_relaxed);
 }
 
@@ -66,14 +71,18 @@ static void *caller(void *arg)
 {
     struct crowd *c = arg;
 
-    count(c, tw_service_schedule(c->s, HOUR, nop_cb, NULL, NULL));
+    count(c, false, tw_service_schedule(c->s, HOUR, nop_cb, NULL, NULL));
     atomic_fetch_add(&c->calling, 1);
     while (!atomic_load(&c->go))
         sleep_ns(MS);
     while (!atomic_load_explicit(&c->quit, memory_order_relaxed) &&
            now_ns() < c->give_up)
-        for (int i = 0; i < 16; i++)
-            count(c, tw_service_schedule(c->s, HOUR, nop_cb, NULL, NULL));
+        for (int i = 0; i < 16; i++) {
+            bool stopped = atomic_load(&c->stopped);
+
+            count(c, stopped,
+                  tw_service_schedule(c->s, HOUR, nop_cb, NULL, NULL));
+        }
     return NULL;
 }
 
@@ -108,18 +117,19 @@ static void stop_under_crowd(struct tw_service *s, unsigned n)
     t0 = now_ns();
     cr_assert_eq(tw_service_stop(s, NULL, NULL), 0);
     took = now_ns() - t0;
-    cr_log_info("stop took %.3f s with %u threads calling", (double)took / SEC,
-                n);
+    atomic_store(&c.stopped, true);
     sleep_ns(20 * MS); /* some calls meet the closed gate */
     atomic_store(&c.quit, true);
     for (unsigned i = 0; i < n; i++)
         pthread_join(t[i], NULL);
     free(t);
     cr_assert(calling, "%d of %u callers called", atomic_load(&c.calling), n);
-    cr_assert_lt(took, STOP_BOUND_NS,
-                 "stop took %.3f s with %u threads calling", (double)took / SEC,
-                 n);
-    cr_assert_gt(atomic_load(&c.refused), 0, "no call met the closed gate");
+    cr_log_info("stop took %.3f s with %u threads calling", (double)took / SEC,
+                n);
+    cr_assert_gt(atomic_load(&c.after), 0,
+                 "stop returned after %.3f s, when no caller called any more: "
+                 "starved",
+                 (double)took / SEC);
     cr_assert_eq(atomic_load(&c.odd), 0);
     cr_assert_eq(tw_service_stats(s, &st), 0);
     cr_assert_eq(st.scheduled, st.completed + st.cancelled + st.returned);

@@ -255,12 +255,19 @@ int js_log(struct tw_store *s, const struct tw_store_log_rec *rec, void *arg)
     jsErrCode je = 0;
     natsStatus st;
 
+    struct timespec t0, t1;
+
     (void)s;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     jsPubOptions_Init(&po);
     po.ExpectLastSeq = j->last_seq;
     po.MaxWait = PUB_WAIT_MS;
     st = js_Publish(&pa, j->js, JS_SUBJECT, rec->data, (int)rec->len, &po, &je);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    j->log_ns += (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u +
+                 (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
     if (st == NATS_OK) {
+        j->log_bytes += rec->len;
         /* Read by a snapshot on another thread (js_snapshot()). */
         __atomic_store_n(&j->last_seq, pa->Sequence, __ATOMIC_RELEASE);
         j->appends++;

@@ -51,6 +51,7 @@ struct js_conn {
     natsSubscription *sub;
     uint64_t last_seq; /* the stream sequence applied or appended last */
     uint64_t appends, refused;
+    uint64_t log_ns, log_bytes; /* in js_log(), and what it appended */
 };
 
 int js_connect(struct js_conn *j, const char *urls, int first_node);

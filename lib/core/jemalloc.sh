@@ -4,7 +4,7 @@
 # outside libtimewheel, and built as a PIC static archive that the core's
 # library links in.
 #
-#   tools/jemalloc.sh SRCDIR OBJDIR
+#   lib/core/jemalloc.sh SRCDIR OBJDIR
 #
 # SRCDIR receives `apt-get source jemalloc` (the version of the suite's
 # binary package; a deb-src entry for the same suite is added when the
@@ -31,7 +31,7 @@
 #                                  pthread_create() as linked, not one looked
 #                                  up with dlsym(RTLD_NEXT): no -ldl needed
 #   -g0                            no debug information of jemalloc's own
-#                                  in libtimewheel: the ABI dump (abi/, make
+#                                  in libtimewheel: the ABI dump (tests/abi/, make
 #                                  abi-check) then holds the library's types
 #                                  only, the same on every machine
 #   no --enable-prof               Debian's has it; a private heap has no

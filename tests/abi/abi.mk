@@ -1,7 +1,7 @@
 # The ABI check, included by the top Makefile (docs/embedding.md, "ABI").
 #
 #   make abi-check   compare each layer's shared library (the default build)
-#                    with its dump committed in abi/ (abidiff, Debian's
+#                    with its dump committed in tests/abi/ (abidiff, Debian's
 #                    abigail-tools); fails on any change to an existing
 #                    function, variable or type of the public headers. New
 #                    functions are a compatible addition and pass. CI runs it.
@@ -9,15 +9,15 @@
 #                    deliberate change (a new minor version taking words off
 #                    a TW_RESERVED_WORDS tail, or a new soname), or to record
 #                    functions added since, so that the next check compares
-#                    against them too. Commit abi/ with the change.
+#                    against them too. Commit tests/abi/ with the change.
 #
 # Only the public headers' types are compared (--headers-dir include): the
 # library's private structures, and its private jemalloc (built without
-# debug information for that reason, tools/jemalloc.sh), are not its ABI.
-ABI_DIR := abi
+# debug information for that reason, lib/core/jemalloc.sh), are not its ABI.
+ABI_DIR := tests/abi
 DEPS_ABI := abigail-tools
 ABI_LAYERS := $(LAYERS)
-# abi/private.suppr: no change is reported of the layers' private types
+# tests/abi/private.suppr: no change is reported of the layers' private types
 # (lib/), which the public headers only declare.
 ABI_SUPPR := $(ABI_DIR)/private.suppr
 ABIDW_FLAGS := --headers-dir include --drop-private-types --no-corpus-path \
