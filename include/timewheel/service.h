@@ -240,8 +240,8 @@ tw_service_create(const struct tw_service_config *cfg, int *err);
  * a bound of a sixteenth as many as pending, 512 at least (shared among
  * the threads with rings; the threads without one share one such bound).
  * It sleeps until the worker is back below the bound, for as long as the
- * worker makes progress, at most 2 ms without progress while the worker
- * runs callbacks, 100 ms in all; never on a thread of any service (a
+ * worker makes progress, at most 100 ms without progress (a worker in a
+ * long callback); never on a thread of any service (a
  * callback or release hook), nor once stop has begun (docs/service.md,
  * "Handle lifetime and cancel").
  */
