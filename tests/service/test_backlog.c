@@ -597,9 +597,9 @@ static void rpc_producers(unsigned threads, bool hook)
      * second, a fifth of what it does under ASan, and 60 or 100 producers
      * each a block of its ring ahead keep it 100 ms and more behind:
      * 69-83 % of the releases later than 100 ms, 2.8-37 % later than 1 s
-     * (3 runs of service_backlog/*, load average 7-16). Memory (above) and the
-     * count of releases are asserted, the time is printed: an open finding of
-     * issue 28, not hidden here. Under ASan the time is asserted. */
+     * (3 runs of the service_backlog suite, load average 7-16). Memory (above)
+     * and the count of releases are asserted, the time is printed: an open
+     * finding of issue 28, not hidden here. Under ASan the time is asserted. */
     cr_log_info("ThreadSanitizer: release times not asserted");
     return;
 #endif
