@@ -234,13 +234,14 @@ tw_service_create(const struct tw_service_config *cfg, int *err);
  * more than max_lag_ns behind: back-pressure, try later), -ENOMEM or
  * -ESHUTDOWN (stop has begun); on error nothing changes and *out is NULL.
  * From a thread that also cancels what it schedules (the RPC pattern), a
- * schedule may sleep, once per 511 schedules, while the worker is behind
+ * schedule may sleep, once per 511 schedules (per 64 on a thread beyond
+ * the 64 that get rings of their own), while the worker is behind
  * letting go of cancelled timers: more than twice this thread's share of
  * a bound of a sixteenth as many as pending, 512 at least (shared among
  * the threads with rings; the threads without one share one such bound).
  * It sleeps until the worker is back below the bound, for as long as the
- * worker makes progress, at most 2 ms without progress while the worker
- * runs callbacks, 100 ms in all; never on a thread of any service (a
+ * worker makes progress, at most 100 ms without progress (a worker in a
+ * long callback); never on a thread of any service (a
  * callback or release hook), nor once stop has begun (docs/service.md,
  * "Handle lifetime and cancel").
  */
@@ -298,7 +299,8 @@ TW_PUBLIC uint64_t tw_service_now(const struct tw_service *s);
  * deadline or at stop. On a machine whose processors the producers or
  * other processes fill, what holds is a bound on how many: the cancelled
  * timers the worker has not let go of stay within a sixteenth of those
- * pending (512 at least) plus about 511 per producer thread, whatever the
+ * pending (512 at least) plus about 511 per producer thread (64 per
+ * thread without a ring of its own), whatever the
  * rate, because producers that cancel what they schedule wait for the
  * worker (tw_service_schedule()); how long they wait follows the load
  * (docs/service.md, "Handle lifetime and cancel", has the figures). A

@@ -32,9 +32,15 @@
  *    handle would wait for it while it waited for the worker;
  *  - a producer looks at its two rings once per block of its new-timer
  *    ring, when the block is full, before the push (tw__backlog_schedule;
- *    a thread without a ring, once per 511 pushes onto the new queue, at
- *    the queue against the whole bound): it holds nothing then and is
- *    inside the gate, so the service is alive;
+ *    a thread without a ring, once per TW__QUEUE_LOOK (64) of its own
+ *    pushes onto the new queue, at the queue against the whole bound):
+ *    it holds nothing then and is inside the gate, so the service is
+ *    alive. Every thread without a ring looks at its own count: when
+ *    only the thread whose push met a multiple of 512 on the shared
+ *    stripe's count looked, one of some 36 such threads waited at a time
+ *    and the others went on, and under ASan 100 producers (36 of them
+ *    without a ring) left up to 57 % of the ring-less threads' cancelled
+ *    timers for more than 1 s (tests/service/test_backlog.c, rpc_100_*);
  *  - the backlog counts only while memory grows: the message ring while,
  *    since the worker last took from it, the producers pushed into their
  *    rings at least half as many new timers as this thread cancelled
@@ -52,8 +58,7 @@
  *    the worker is not keeping up (producers that outrun it on the cores
  *    they share): the producer sleeps until the worker has taken what was
  *    past the bound below it, for as long as the worker makes progress,
- *    at most TW__REAP_WAIT_NS without progress while the worker runs
- *    callbacks (a long callback), TW__REAP_NS in all, and never on a
+ *    at most TW__REAP_NS without progress (a long callback), and never on a
  *    thread of any service (a callback or release hook would hold up its
  *    own service for another's, or wait for itself) nor once stop has
  *    begun. Sleeping, not yielding, gives the worker the processor on a
@@ -182,16 +187,26 @@ static struct timespec after_wait(void)
 /* The worker is more than twice the bound behind: wake it and sleep until
  * it has taken what w watches below the bound (its broadcast after a reap
  * or an admission that took something), stop has begun, or it took
- * nothing of it for TW__REAP_WAIT_NS (a worker in a long callback). A
- * worker that makes progress is waited for to the end: with a time limit
- * alone, 60 producers on 2 cores each went on for a block after 2 ms and
- * still outran a worker that had one sixtieth of the processors (issue
- * 28). Counting ourselves among the waiters before the look at the heads,
- * as the worker stores the heads before its look at the waiters, with a
- * full barrier each, means that either we see its take or it sees us and
- * broadcasts under the lock we hold until we sleep. Never on a thread of
- * any service: a callback (or a release hook) that cancels would hold up
- * its own service's timers for another's, or wait for itself. */
+ * nothing of it for TW__REAP_NS (a worker in a long callback, or one
+ * waiting for a processor among hundreds of threads), looking every
+ * TW__REAP_WAIT_NS. A worker that makes progress is waited for to the
+ * end: with a time limit alone, 60 producers on 2 cores each went on for
+ * a block after 2 ms and still outran a worker that had one sixtieth of
+ * the processors (issue 28). Nor is there a limit in all, nor a shorter
+ * one while the worker is in its advance (2 ms, for a long callback), as
+ * there were: a worker preempted there, or waiting 100 ms for a processor
+ * among 200 threads, let them all go on, and under ASan, with the 100
+ * producers of one test beside the 100 of another (make check runs two
+ * tests at a time), in each of 3 runs a test let 5.7-74 % of its
+ * cancelled timers go after more than 1 s; with 100 ms without progress
+ * and 2 ms in the advance, 3 and 12 % in 2 runs of 3; with 100 ms without
+ * progress alone, none in 4. Counting ourselves among
+ * the waiters before the look at the heads, as the worker stores the heads
+ * before its look at the waiters, with a full barrier each, means that either
+ * we see its take or it sees us and broadcasts under the lock we hold until we
+ * sleep. Never on a thread of any service: a callback (or a release hook) that
+ * cancels would hold up its own service's timers for another's, or wait
+ * for itself. */
 static void wait_reap(struct tw_service *s, const struct watch *w)
 {
     struct timespec ts = after_wait();
@@ -209,12 +224,10 @@ static void wait_reap(struct tw_service *s, const struct watch *w)
 
         if (pthread_cond_timedwait(&s->reap_done, &s->lock, &ts) != ETIMEDOUT)
             continue;
-        if ((now = progress(s, w)) == seen &&
-            atomic_load_explicit(&s->in_advance, memory_order_relaxed)) {
-            break; /* the worker took nothing meanwhile */
-        }
-        if (tw__mono_ns() >= give_up)
-            break;
+        if ((now = progress(s, w)) != seen)
+            give_up = tw__mono_ns() + TW__REAP_NS;
+        else if (tw__mono_ns() >= give_up)
+            break; /* the worker took nothing of it for TW__REAP_NS */
         seen = now;
         ts = after_wait();
     }
@@ -321,7 +334,10 @@ void tw__backlog_schedule(struct tw_service *s, struct tw__rings *r)
 /* A thread without a ring: its cancel messages onto cancelq and its pushes
  * onto newq since it last looked. Per thread, not per service: a thread
  * that works in two services looks at the second with counts that include
- * the first's, which at worst makes one look too early or skips one. */
+ * the first's, which at worst makes one look too early or skips one. The
+ * pushes are counted inline (tw__worker_post()), the messages out of line
+ * (handle.c, queue_message(), which allocates anyway). */
+_Thread_local unsigned tw__q_pushed;
 static _Thread_local unsigned q_sent;
 
 void tw__backlog_sent_queue(void)
@@ -331,16 +347,18 @@ void tw__backlog_sent_queue(void)
 
 /* As tw__backlog_schedule(), for a thread without a ring, whose new timers
  * go onto the new queue that all such threads share: once per
- * TW__BLOCK_SLOTS of its pushes, the queue's backlog against the whole
- * bound. */
+ * TW__QUEUE_LOOK of its own pushes, the queue's backlog against the whole
+ * bound, if it sent at least half as many messages as it pushed timers
+ * (it cancels what it schedules: the RPC pattern). */
 void tw__backlog_schedule_queue(struct tw_service *s)
 {
     struct watch w = {.queue = true};
-    unsigned sent = q_sent;
+    unsigned sent = q_sent, pushed = tw__q_pushed;
     size_t left;
 
     q_sent = 0;
-    if (sent < 64) /* this thread cancels little beside: not the RPC pattern */
+    tw__q_pushed = 0;
+    if (sent < pushed / 2) /* this thread cancels little beside */
         return;
     w.bound =
         (size_t)atomic_load_explicit(&s->reap_queue, memory_order_relaxed);

@@ -82,10 +82,12 @@ void tw__backlog_check(struct tw_service *s, struct tw__rings *r);
 /* Producer, its new-timer ring's block full, before it pushes: the same
  * for the timers it cancelled before the worker admitted them. */
 void tw__backlog_schedule(struct tw_service *s, struct tw__rings *r);
-/* Producer without a ring: after each message onto cancelq, and before
- * each push onto newq (looking once per TW__BLOCK_SLOTS pushes). */
+/* Producer without a ring: after each message onto cancelq; and before a
+ * push onto newq, once its pushes since it last looked (tw__q_pushed)
+ * reach TW__QUEUE_LOOK. */
 void tw__backlog_sent_queue(void);
 void tw__backlog_schedule_queue(struct tw_service *s);
+extern _Thread_local unsigned tw__q_pushed;
 /* Worker, after a reap or an admission that took something: wake the
  * cancellers waiting. */
 void tw__backlog_reaped(struct tw_service *s);

@@ -368,10 +368,8 @@ static inline void tw__worker_post(struct tw_service *s, struct tw_handle *h)
     if (r && tw__ring_push(&r->fresh, h)) {
         atomic_signal_fence(memory_order_seq_cst); /* see tw__wake_pushed */
     } else {
-        /* once per 512 schedules of threads without a ring: backlog.c */
-        if (!(atomic_load_explicit(&s->stripes[TW__STRIPES].accepted,
-                                   memory_order_relaxed) &
-              (TW__BLOCK_SLOTS)))
+        /* once per TW__QUEUE_LOOK of this thread's pushes: backlog.c */
+        if (__builtin_expect(++tw__q_pushed >= TW__QUEUE_LOOK, 0))
             tw__backlog_schedule_queue(s);
         tw__mpsc_push(&s->newq, &h->qnode);
     }

@@ -199,11 +199,16 @@ _Static_assert(sizeof(struct tw__handle_long) <= 80,
  * all the producers' rings, that make a canceller wake the worker (some
  * 28 KB of handles: a stream of fewer than about 5,000 cancels a second
  * stays below it and costs a wake-up per TW__REAP_NS, a faster one one per
- * 512 cancels or more, never one per cancel); and the longest a canceller
- * waits, per block of its ring, for a worker more than twice the bound
- * behind (one that runs a long callback, or gets no processor). */
+ * 512 cancels or more, never one per cancel); and how often a producer
+ * waiting for a worker more than twice the bound behind looks whether it
+ * made progress (it gives up after TW__REAP_NS without). */
 #define TW__REAP_FLOOR 512u
 #define TW__REAP_WAIT_NS UINT64_C(2000000)
+/* How many of its pushes onto the new queue a thread without a ring makes
+ * between two looks at the queue's backlog (backlog.c): each such thread
+ * may overshoot the bound by this many before it waits, so a few dozen of
+ * them overshoot by a few thousand; a look is two loads and a call. */
+#define TW__QUEUE_LOOK 64u
 
 /* Stripes of counters a thread owns (gate.c), each a cache line, so that
  * two threads never write the same line and a thread counts with plain
@@ -289,9 +294,6 @@ struct tw_service {
      * it is awake; reap_wake says it sleeps longer than TW__REAP_NS. */
     _Alignas(TW__CACHE_LINE) atomic_uint_fast64_t sleep_until;
     atomic_bool reap_wake;
-    /* The worker is in its advance, running callbacks (backlog.c: a
-     * canceller waiting for it gives up sooner then). */
-    atomic_bool in_advance;
     /* Unreaped cancel messages per ring past which a canceller wakes the
      * worker (backlog.c): written by the worker when it changes, read by
      * cancellers once per block of their ring; TW__REAP_FLOOR until the

@@ -423,9 +423,7 @@ void *tw__worker_main(void *arg)
             atomic_store_explicit(&s->turn_at, 0, memory_order_relaxed);
             break;
         }
-        atomic_store_explicit(&s->in_advance, true, memory_order_relaxed);
         tw_advance(s->wheel, now);
-        atomic_store_explicit(&s->in_advance, false, memory_order_relaxed);
         if (s->batch.n)
             tw__exec_submit(&s->exec, &s->batch);
         if (more)

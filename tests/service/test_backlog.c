@@ -385,10 +385,16 @@ Test(service_backlog, stop_ends_a_stream_of_cancels, .init = counted)
 #define RPC_LET_GO (100 * MS)
 /* What is asserted, with room for a loaded 2-core machine (other jobs
  * and other tests beside these 100 threads): the share of releases later
- * than RPC_LET_GO, and of those later than RPC_VERY_LATE. Before the fix
+ * than RPC_LET_GO, and of those later than RPC_VERY_LATE, both timed from
+ * the cancel. Before the rings' backlog counted the unadmitted handles
  * 97-99.5 % were later than 100 ms and most later than 1 s (the backlog
  * grew for the whole run); with it, 0.004-24 % and almost none (the
- * longest 0.15-2.2 s at load averages of 12-58). */
+ * longest 0.15-2.2 s at load averages of 12-58). Before every thread
+ * without a ring looked at the new queue (backlog.c), 100 producers under
+ * ASan left 57 % of the ring-less ones' timers for more than 1 s in 1 run
+ * of 4, and 6 % of all in 1 plain run of 3 (load average 9-10); since,
+ * under ASan 0-20 % later than 100 ms and none later than 1 s, plain 0-3 %
+ * and none (load average 10-16, longest 0.09-0.56 s). */
 #define RPC_LATE_SHARE 0.5
 #define RPC_VERY_LATE (1000 * MS)
 #define RPC_VERY_LATE_SHARE 0.05
@@ -404,6 +410,7 @@ struct rpc_run {
     struct tw_service *s;
     uint64_t until;
     bool hook;
+    atomic_uint started; /* producers so far, to tell the later ones */
     atomic_ulong pairs;
     atomic_ulong wrong; /* a schedule's error, or 1000: a cancel's */
     unsigned long base; /* blocks held before the producers started */
@@ -425,16 +432,61 @@ static void rpc_count(struct rpc_run *r)
         ;
 }
 
-static atomic_ulong rpc_released, rpc_late, rpc_very_late;
+static atomic_ulong rpc_released, rpc_late, rpc_very_late, rpc_reused;
 static _Atomic uint64_t rpc_longest;
 
-/* The release hook: arg is the clock read just before the schedule, which
- * the cancel follows at once. */
+/* The release times, in decades of milliseconds (up to 1, 10, 100, 1000,
+ * more), of the first RPC_RINGED producers started (which most likely
+ * claimed a stripe and a ring) and of the others (the later ones, which
+ * most likely push onto the shared queues): printed, so that a run says
+ * where the late ones came from. */
+#define RPC_DECADES 5
+#define RPC_RINGED 60
+static atomic_ulong rpc_hist[2][RPC_DECADES];
+
+/* When each producer cancelled each of its timers: the release hook's arg
+ * names a producer and its timer's sequence number, whose slot holds the
+ * clock read just before the cancel (the schedule's before that). Timed
+ * from the cancel, as service.h's promise is, not from the schedule: with
+ * 100 threads on 2 cores a producer may lose the processor between the
+ * two for longer than the promise, which says nothing of the library. A
+ * slot is used again after RPC_SLOTS more timers of its producer (a few
+ * times the most a producer may hold waiting): a release that finds it
+ * used again counts as later than 1 s, conservatively. */
+#define RPC_MAX_THREADS 100
+#define RPC_SLOTS 4096
+#define RPC_SEQ_BITS 48
+static struct rpc_slot {
+    _Atomic uint64_t seq, at;
+} rpc_slots[RPC_MAX_THREADS][RPC_SLOTS];
+
+static void rpc_bucket(uint64_t d, bool later)
+{
+    unsigned b = 0;
+
+    for (uint64_t top = MS; b + 1 < RPC_DECADES && d > top; top *= 10)
+        b++;
+    atomic_fetch_add_explicit(&rpc_hist[later][b], 1, memory_order_relaxed);
+}
+
+/* The release hook: arg is the producer << RPC_SEQ_BITS | its timer's
+ * sequence number. */
 static void rpc_release(void *arg)
 {
-    uint64_t d = now_ns() - (uint64_t)(uintptr_t)arg;
+    uint64_t a = (uint64_t)(uintptr_t)arg;
+    uint64_t seq = a & ((UINT64_C(1) << RPC_SEQ_BITS) - 1);
+    unsigned p = (unsigned)(a >> RPC_SEQ_BITS);
+    struct rpc_slot *sl = &rpc_slots[p][seq % RPC_SLOTS];
+    uint64_t at = atomic_load_explicit(&sl->at, memory_order_relaxed);
+    uint64_t d = now_ns() - at;
     uint64_t m = atomic_load(&rpc_longest);
 
+    if (atomic_load_explicit(&sl->seq, memory_order_relaxed) != seq) {
+        atomic_fetch_add(&rpc_reused, 1);
+        d = RPC_VERY_LATE + 1; /* its slot used again: later than 1 s */
+    }
+
+    rpc_bucket(d, p >= RPC_RINGED);
     atomic_fetch_add(&rpc_released, 1);
     if (d > RPC_LET_GO)
         atomic_fetch_add(&rpc_late, 1);
@@ -448,17 +500,25 @@ static void *rpc_producer(void *arg)
 {
     struct rpc_run *r = arg;
     unsigned long n = 0;
+    uint64_t p = atomic_fetch_add(&r->started, 1), seq = 0;
 
     while (now_ns() < r->until) {
-        for (int i = 0; i < 64; i++) {
+        for (int i = 0; i < 64; i++, seq++) {
+            struct rpc_slot *sl = &rpc_slots[p][seq % RPC_SLOTS];
             struct tw_timer_spec spec = {
                 .deadline = tw_service_now(r->s) + 50 * MS,
                 .cb = count_run,
-                .arg = (void *)(uintptr_t)now_ns(),
+                .arg = (void *)(uintptr_t)(p << RPC_SEQ_BITS | seq),
                 .release = r->hook ? rpc_release : NULL,
             };
             struct tw_handle *h;
-            int rc = tw_service_submit(r->s, &spec, &h);
+            int rc;
+
+            atomic_store_explicit(&sl->at, now_ns(), memory_order_relaxed);
+            atomic_store_explicit(&sl->seq, seq, memory_order_relaxed);
+            rc = tw_service_submit(r->s, &spec, &h);
+            if (!rc) /* before the cancel: a release may follow it at once */
+                atomic_store_explicit(&sl->at, now_ns(), memory_order_relaxed);
 
             if (rc == -EAGAIN)
                 continue; /* back-pressure: try again */
@@ -481,11 +541,11 @@ static void *rpc_producer(void *arg)
     return NULL;
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define RPC_SANITIZED 1
+#if defined(__SANITIZE_THREAD__)
+#define RPC_TSAN 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define RPC_SANITIZED 1
+#if __has_feature(thread_sanitizer)
+#define RPC_TSAN 1
 #endif
 #endif
 
@@ -496,6 +556,7 @@ static void rpc_producers(unsigned threads, bool hook)
     unsigned long most, released, late;
     uint64_t longest;
 
+    cr_assert_leq(threads, RPC_MAX_THREADS);
     cr_assert(t);
     r.base = alloc_live();
     r.until = now_ns() + RPC_RUN;
@@ -513,10 +574,17 @@ static void rpc_producers(unsigned threads, bool hook)
     longest = atomic_load(&rpc_longest);
     cr_log_info("%u producers%s: %lu pairs, most blocks held %lu (%lu a "
                 "thread), released %lu, later than 100 ms %lu, than 1 s "
-                "%lu, longest %.1f ms",
+                "%lu (%lu of them slots used again), longest %.1f ms",
                 threads, hook ? "" : " (no release hook)",
                 atomic_load(&r.pairs), most, most / threads, released, late,
-                atomic_load(&rpc_very_late), (double)longest / 1e6);
+                atomic_load(&rpc_very_late), atomic_load(&rpc_reused),
+                (double)longest / 1e6);
+    for (int g = 0; g < 2; g++)
+        cr_log_info("release times of the %s producers started: up to 1 ms "
+                    "%lu, 10 ms %lu, 100 ms %lu, 1 s %lu, more %lu",
+                    g ? "later" : "first 60", atomic_load(&rpc_hist[g][0]),
+                    atomic_load(&rpc_hist[g][1]), atomic_load(&rpc_hist[g][2]),
+                    atomic_load(&rpc_hist[g][3]), atomic_load(&rpc_hist[g][4]));
     cr_assert_leq(most / threads, RPC_MOST_PER_THREAD,
                   "%lu blocks held per producer (%lu in all, %u producers, "
                   "one timer each outstanding at most)",
@@ -524,14 +592,15 @@ static void rpc_producers(unsigned threads, bool hook)
     if (!hook)
         return;
     cr_assert_eq(released, atomic_load(&r.pairs));
-#ifdef RPC_SANITIZED
-    /* Under a sanitizer the worker runs several times slower than the
-     * producers it serves, and the release time is not the library's:
-     * memory (above) and the count of releases are asserted, the time is
-     * printed. A fresh-clone CI run under ASan saw 100 producers beyond
-     * the stripes leave 59% of their cancelled timers for more than 1 s
-     * (longest 3.0 s): an open finding of issue 28, not hidden here. */
-    cr_log_info("sanitized build: release times not asserted");
+#ifdef RPC_TSAN
+    /* Under ThreadSanitizer the worker lets go of some 10^5 timers a
+     * second, a fifth of what it does under ASan, and 60 or 100 producers
+     * each a block of its ring ahead keep it 100 ms and more behind:
+     * 69-83 % of the releases later than 100 ms, 2.8-37 % later than 1 s
+     * (3 runs of the service_backlog suite, load average 7-16). Memory (above)
+     * and the count of releases are asserted, the time is printed: an open
+     * finding of issue 28, not hidden here. Under ASan the time is asserted. */
+    cr_log_info("ThreadSanitizer: release times not asserted");
     return;
 #endif
     cr_assert_leq((double)atomic_load(&rpc_very_late),
