@@ -436,6 +436,15 @@ Test(store, an_unbounded_rate_delivers_every_overdue_timer)
     cr_assert_eq(st_on_disk(dir), 0);
 }
 
+/* Six timers overdue by about a second, in id[0..5]. */
+static void schedule_six_overdue(struct tw_store *s, uint64_t now,
+                                 struct tw_store_id *id)
+{
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(tw_store_schedule_at(s, now - 1000 * ST_MS + (uint64_t)i,
+                                          &i, sizeof i, NULL, NULL, &id[i]),
+                     0);
+}
 /* Overdue timers wait their turn under deliver_rate (1 a second here); a
  * cancel of one still waiting withdraws it: it is never delivered, and a
  * close with cancelled ones still queued frees them (ASan's build checks
@@ -453,10 +462,7 @@ Test(store, a_due_timer_cancelled_before_its_turn_is_never_delivered)
     tw_store_config_init(&cfg);
     cfg.deliver_rate = 1;
     s = st_open_cfg(dir, &rec, &cfg);
-    for (int i = 0; i < 6; i++)
-        cr_assert_eq(tw_store_schedule_at(s, now - 1000 * ST_MS + (uint64_t)i,
-                                          &i, sizeof i, NULL, NULL, &id[i]),
-                     0);
+    schedule_six_overdue(s, now, id);
     cr_assert_eq(tw_store_sync(s), 0);
     cr_assert_eq(st_wait(&rec, &rec.n, 1, 10000), 1);
     for (int i = 1; i < 4; i++)
@@ -472,10 +478,7 @@ Test(store, a_due_timer_cancelled_before_its_turn_is_never_delivered)
     cr_assert_eq(tw_store_close(s), 0);
     /* Again, closed while cancelled ones wait in the queue. */
     s = st_open_cfg(dir, &rec, &cfg);
-    for (int i = 0; i < 6; i++)
-        cr_assert_eq(tw_store_schedule_at(s, now - 1000 * ST_MS + (uint64_t)i,
-                                          &i, sizeof i, NULL, NULL, &id[i]),
-                     0);
+    schedule_six_overdue(s, now, id);
     cr_assert_eq(tw_store_sync(s), 0);
     for (int i = 2; i < 6; i++)
         cr_assert_eq(tw_store_cancel(s, id[i], NULL, NULL), 0);
