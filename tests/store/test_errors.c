@@ -26,42 +26,62 @@
 
 #include "st.h"
 
+/* The armed fault; the lock keeps a writer thread from reading it half
+ * set when a test re-arms. */
+static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
 static char fault_dir[128];
-static atomic_bool fault_armed;
-static atomic_long fault_calls; /* calls on files under fault_dir */
+static atomic_bool fault_armed; /* read first, without the lock */
+static long fault_calls;        /* calls on files under fault_dir */
 static long fault_at = -1;      /* which of them fails (-1: none) */
 static bool fault_stays;        /* ... and every one after it */
 static int fault_errno;
 
-static bool fault_hits(int fd)
+/* The errno a call on fd must fail with, or 0 to pass it through. */
+static int fault_hits(int fd)
 {
     char link[64], path[512];
     ssize_t n;
+    int err = 0;
 
     if (!atomic_load(&fault_armed))
-        return false;
+        return 0;
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
     n = readlink(link, path, sizeof path - 1);
     if (n <= 0)
-        return false;
+        return 0;
     path[n] = 0;
-    if (strncmp(path, fault_dir, strlen(fault_dir)) != 0)
-        return false;
-    if (fault_stays)
-        return fault_at >= 0 && atomic_fetch_add(&fault_calls, 1) >= fault_at;
-    return atomic_fetch_add(&fault_calls, 1) == fault_at;
+    pthread_mutex_lock(&fault_lock);
+    if (atomic_load(&fault_armed) &&
+        strncmp(path, fault_dir, strlen(fault_dir)) == 0) {
+        long k = fault_calls++;
+        if (fault_stays ? fault_at >= 0 && k >= fault_at : k == fault_at)
+            err = fault_errno;
+    }
+    pthread_mutex_unlock(&fault_lock);
+    return err;
 }
 
+/* The C library's function, looked up on first use. Criterion runs each
+ * test in a fresh process, where two threads (RocksDB's and the witness's)
+ * may make their first call at once: the pointer is atomic, and both
+ * lookups find the same address. */
 #define REAL(ret, name, ...)                                                   \
-    static ret (*real)(__VA_ARGS__);                                           \
-    if (!real)                                                                 \
-    *(void **)&real = dlsym(RTLD_NEXT, name)
+    static _Atomic(void *) real_;                                              \
+    ret (*real)(__VA_ARGS__);                                                  \
+    void *sym_ = atomic_load_explicit(&real_, memory_order_acquire);           \
+    if (!sym_) {                                                               \
+        sym_ = dlsym(RTLD_NEXT, name);                                         \
+        atomic_store_explicit(&real_, sym_, memory_order_release);             \
+    }                                                                          \
+    *(void **)&real = sym_
 
 ssize_t write(int fd, const void *buf, size_t n)
 {
     REAL(ssize_t, "write", int, const void *, size_t);
-    if (fault_hits(fd)) {
-        errno = fault_errno;
+    int err = fault_hits(fd);
+
+    if (err) {
+        errno = err;
         return -1;
     }
     return real(fd, buf, n);
@@ -70,8 +90,10 @@ ssize_t write(int fd, const void *buf, size_t n)
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
     REAL(ssize_t, "pwrite", int, const void *, size_t, off_t);
-    if (fault_hits(fd)) {
-        errno = fault_errno;
+    int err = fault_hits(fd);
+
+    if (err) {
+        errno = err;
         return -1;
     }
     return real(fd, buf, n, off);
@@ -80,8 +102,10 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
     REAL(ssize_t, "writev", int, const struct iovec *, int);
-    if (fault_hits(fd)) {
-        errno = fault_errno;
+    int err = fault_hits(fd);
+
+    if (err) {
+        errno = err;
         return -1;
     }
     return real(fd, iov, cnt);
@@ -90,8 +114,10 @@ ssize_t writev(int fd, const struct iovec *iov, int cnt)
 int fsync(int fd)
 {
     REAL(int, "fsync", int);
-    if (fault_hits(fd)) {
-        errno = fault_errno;
+    int err = fault_hits(fd);
+
+    if (err) {
+        errno = err;
         return -1;
     }
     return real(fd);
@@ -100,35 +126,48 @@ int fsync(int fd)
 int fdatasync(int fd)
 {
     REAL(int, "fdatasync", int);
-    if (fault_hits(fd)) {
-        errno = fault_errno;
+    int err = fault_hits(fd);
+
+    if (err) {
+        errno = err;
         return -1;
     }
     return real(fd);
 }
 
+static void fault_set(const char *dir, long at, int err, bool stays)
+{
+    pthread_mutex_lock(&fault_lock);
+    snprintf(fault_dir, sizeof fault_dir, "%s", dir);
+    fault_stays = stays;
+    fault_at = at;
+    fault_errno = err;
+    fault_calls = 0;
+    atomic_store(&fault_armed, true);
+    pthread_mutex_unlock(&fault_lock);
+}
+
 /* Count (at -1) or fail the at-th call of the writes and syncs under dir. */
 static void fault_arm(const char *dir, long at, int err)
 {
-    snprintf(fault_dir, sizeof fault_dir, "%s", dir);
-    fault_stays = false;
-    fault_at = at;
-    fault_errno = err;
-    atomic_store(&fault_calls, 0);
-    atomic_store(&fault_armed, true);
+    fault_set(dir, at, err, false);
 }
 
 /* Fail every call under path from the at-th on (a disk that stays full). */
 static void fault_arm_from(const char *path, long at, int err)
 {
-    fault_arm(path, at, err);
-    fault_stays = true;
+    fault_set(path, at, err, true);
 }
 
 static long fault_disarm(void)
 {
+    long n;
+
+    pthread_mutex_lock(&fault_lock);
     atomic_store(&fault_armed, false);
-    return atomic_load(&fault_calls);
+    n = fault_calls;
+    pthread_mutex_unlock(&fault_lock);
+    return n;
 }
 
 ST_FIXTURE(store_errors, 120, fault_disarm());
