@@ -6,9 +6,12 @@
 #   make check T=PATTERN  only the Criterion tests whose suite/name match
 #                         PATTERN (a glob: T='core_hier/*', T='*/rearm*'), no
 #                         packaging tests; T empty runs every Criterion test
-#   make test SAN=address,undefined   the same under the sanitizers
+#   make test SAN=address,undefined   the same under the sanitizers (the
+#                         packaging tests and the examples, which run the
+#                         default build, only in the default variant)
 #   make ALLOC=libc ...   the system allocator instead of jemalloc
 #   make BUILD=dir ...    build somewhere other than build/
+#   make JOBS=n ...       compile with n jobs (default: the machine's cores)
 #   make install PREFIX=/usr/local    headers, libraries, pkg-config files
 #   make bench            the comparative benchmark (bench/README.md)
 #   make deps             install the Debian packages the build and tests need
@@ -30,6 +33,7 @@ SAN ?=
 CC ?= cc
 OPT ?= -O2 -g
 BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
 # Each variant builds in its own folder so they never mix objects.
 comma := ,
@@ -215,25 +219,30 @@ $(TEST_BIN): $(TEST_OBJ) $(STATIC)
 
 # make test, in four steps: the packaging tests (tests/install_test.sh:
 # installed copies built against through pkg-config, at a prefix of one's
-# own and at /usr/local; tests/hosts/run.sh, the host matrix, skipped in a
-# sanitizer variant since it installs and loads the default build;
-# tests/readme_test.sh: the README's example), the examples over real event loops (examples-run,
-# docs/examples/examples.mk: libuv, libevent and epoll servers on 127.0.0.1,
-# hence DEPS_EXAMPLES), then the Criterion suite, whose summary is the last
-# thing printed.
+# own and at /usr/local; tests/hosts/run.sh, the host matrix;
+# tests/readme_test.sh: the README's example), the examples over real event
+# loops (examples-run, docs/examples/examples.mk: libuv, libevent and epoll
+# servers on 127.0.0.1, hence DEPS_EXAMPLES), then the Criterion suite,
+# whose summary is the last thing printed. The first three install, build
+# and run the default build whatever SAN says, so a sanitizer variant
+# leaves them to the default one and runs the rest (the store's crash
+# harness and the patch checks, added by their fragments, and the suite).
+# The compile runs JOBS at once; the tests after it, one step at a time.
 test: DEPS_EXTRA = $(DEPS_EXAMPLES) $(DEPS_HOSTS)
 test: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BIN)
 	@$(MAKE) --no-print-directory test-run
 
 test-run: $(TEST_BIN)
-	sh tests/install_test.sh
+	$(if $(SAN),,sh tests/install_test.sh)
 	$(if $(SAN),,sh tests/hosts/run.sh)
-	sh tests/readme_test.sh
-	@$(MAKE) --no-print-directory examples-run
+	$(if $(SAN),,sh tests/readme_test.sh)
+	$(if $(SAN),,@$(MAKE) --no-print-directory examples-run)
 	$(TEST_BIN) $(TEST_ARGS)
 
 # One suite or test by name, nothing else: make check T='core_hier/*'.
-check: $(TEST_BIN)
+check:
+	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BIN)
 	$(TEST_BIN) $(if $(T),--filter '$(T)') $(TEST_ARGS)
 
 # Install the Debian packages that are missing (as root), or say which.

@@ -48,7 +48,7 @@ bench bench-full bench-smoke bench-scale: DEPS_EXTRA = $(DEPS_BENCH)
 # builds; twbench shows a progress line on a terminal and ends with one
 # table (every table: BENCH_ARGS=--tables, or report.md).
 bench: deps
-	@$(MAKE) -s --no-print-directory bench-build svcbench
+	@$(MAKE) -s --no-print-directory -j$(JOBS) bench-build svcbench
 	@mkdir -p $(BENCH_DIR)
 	@rm -f $(BENCH_DIR)/service.csv
 	@echo "bench: the service (svcbench --quick, about 10 s): $(BENCH_DIR)/service.csv"
@@ -57,7 +57,7 @@ bench: deps
 	@$(BENCH_BIN) --suite quick --out $(BENCH_DIR) $(BENCH_ARGS)
 
 bench-full: deps
-	@$(MAKE) -s --no-print-directory bench-build svcbench
+	@$(MAKE) -s --no-print-directory -j$(JOBS) bench-build svcbench
 	@mkdir -p $(BENCH_DIR)/full
 	@rm -f $(BENCH_DIR)/full/service.csv
 	@echo "bench: the service (svcbench): $(BENCH_DIR)/full/service.csv"
@@ -69,13 +69,13 @@ bench-full: deps
 # suite's 60 (where the 10^8 cells are noted as over the budget).
 SCALE_BUDGET ?= 320
 bench-scale: deps
-	@$(MAKE) --no-print-directory bench-build
+	@$(MAKE) --no-print-directory -j$(JOBS) bench-build
 	@mkdir -p $(BENCH_DIR)/scale
 	$(BENCH_BIN) --suite full -w scale,stall -i hier,hashed,heap,libev \
 	    --budget $(SCALE_BUDGET) --reps 3 --out $(BENCH_DIR)/scale $(BENCH_ARGS)
 
 bench-smoke: deps
-	@$(MAKE) --no-print-directory bench-build
+	@$(MAKE) --no-print-directory -j$(JOBS) bench-build
 	$(BENCH_BIN) --suite smoke --out $(BENCH_DIR)/smoke --quiet $(BENCH_ARGS)
 
 bench-build: $(BENCH_BIN)

@@ -12,7 +12,7 @@
 #                     for SOAK_SECONDS (default 180); exact accounting and
 #                     memory back to its baseline (not in CI)
 #   make memcheck     the core, loop and purgatory tests under memcheck: no error, no
-#                     leak (about 4 minutes in CI on 2 cores)
+#                     leak (JOBS runners at once: tests/memcheck.sh)
 #   make circles      no two files of a room (a folder of lib/, bench/ or
 #                     tests/) call into each other, read from their objects
 #                     by tests/circles.sh; pairs judged inherent to a
@@ -38,7 +38,7 @@ CIRCLES_KNOWN ?=
 
 circles: DEPS_EXTRA = $(DEPS_BENCH)
 circles: deps
-	@$(MAKE) --no-print-directory circles-run
+	@$(MAKE) --no-print-directory -j$(JOBS) circles-run
 
 circles-run: lib $(BENCH_BIN) $(SVC_BENCH_BIN) $(TEST_OBJ)
 	sh tests/circles.sh -a tests/circles.allow \
@@ -151,7 +151,7 @@ MEMCHECK_DIR := $(BUILD)/memcheck
 # safely there), which memcheck, following the child, reports as lost, and
 # --error-exitcode turns into the child's failure; the default build, ASan
 # and TSan run them.
-MEMCHECK_FILTER := !(service*/*|core_badinput_oom/*|store*/*|purgatory_stop/stop_is_not_starved*|purgatory_fork/*)
+MEMCHECK_EXCLUDE := ^(service|store)|^core_badinput_oom/|^purgatory_stop/stop_is_not_starved|^purgatory_fork/
 # Random operations per differential test (the default is 180000).
 MEMCHECK_OPS ?= 20000
 # The system allocator, so that memcheck sees every block: jemalloc's
@@ -159,27 +159,19 @@ MEMCHECK_OPS ?= 20000
 MEMCHECK_VG := valgrind --trace-children=yes --leak-check=full \
                --show-leak-kinds=definite,indirect,possible \
                --errors-for-leak-kinds=definite,indirect,possible \
-               --error-exitcode=99 --log-file=$(MEMCHECK_DIR)/vg/%p.log
+               --error-exitcode=99
 
 memcheck:
 	@$(MAKE) --no-print-directory deps DEPS_EXTRA="valgrind"
 	@$(MAKE) --no-print-directory memcheck-run
 
+# tests/memcheck.sh: JOBS runners at once, each given its share of the
+# tests; every process's log must be clean.
 memcheck-run:
-	@$(MAKE) --no-print-directory ALLOC=libc B=$(MEMCHECK_DIR) \
+	@$(MAKE) --no-print-directory -j$(JOBS) ALLOC=libc B=$(MEMCHECK_DIR) \
 	    OPT="-O1 -g" $(MEMCHECK_DIR)/tests/twtest
-	rm -rf $(MEMCHECK_DIR)/vg && mkdir -p $(MEMCHECK_DIR)/vg
-	@# Criterion runs each test in a child process: valgrind follows them,
-	@# one log per process, and every log must be clean.
-	TW_OPS=$(MEMCHECK_OPS) $(MEMCHECK_VG) $(MEMCHECK_DIR)/tests/twtest -j1 \
-	    --filter '$(MEMCHECK_FILTER)'
-	@logs=$$(ls $(MEMCHECK_DIR)/vg/*.log | wc -l); \
-	bad=$$(grep -L 'ERROR SUMMARY: 0 errors' $(MEMCHECK_DIR)/vg/*.log); \
-	leaky=$$(grep -L 'All heap blocks were freed' $(MEMCHECK_DIR)/vg/*.log); \
-	if [ -n "$$bad$$leaky" ]; then \
-	    echo "memcheck: errors or leaks in:" $$bad $$leaky; exit 1; \
-	fi; \
-	echo "memcheck: $$logs processes, no error, every heap block freed"
+	TW_OPS=$(MEMCHECK_OPS) sh tests/memcheck.sh $(MEMCHECK_DIR)/tests/twtest \
+	    $(MEMCHECK_DIR)/vg $(JOBS) '$(MEMCHECK_EXCLUDE)' -- $(MEMCHECK_VG)
 
 # ---- soak ------------------------------------------------------------------
 

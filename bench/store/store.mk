@@ -44,7 +44,7 @@ $(STORE_REPL_BIN): bench/store/replbench.c bench/store/benchclock.h \
 	    $(A_store) $(A_core) $(EXT_core) $(EXT_store) -lnats
 
 store-bench-build:
-	@$(MAKE) --no-print-directory SAN= ALLOC=jemalloc $(STORE_BENCH_BIN) \
+	@$(MAKE) --no-print-directory -j$(JOBS) SAN= ALLOC=jemalloc $(STORE_BENCH_BIN) \
 	    $(STORE_REPL_BIN)
 
 $(STORE_DBCMP_BIN): bench/store/dbcmp.c bench/store/diskbytes.h

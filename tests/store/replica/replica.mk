@@ -33,7 +33,7 @@ $(STORE_FAILOVER_BIN): tests/store/replica/failover.c $(REPLICA_SRC) \
 
 store-failover-build: DEPS_EXTRA = $(DEPS_REPLICA)
 store-failover-build: deps
-	@$(MAKE) --no-print-directory $(STORE_FAILOVER_BIN)
+	@$(MAKE) --no-print-directory -j$(JOBS) $(STORE_FAILOVER_BIN)
 
 # The example (docs/examples/replicated_store.c), built as a user builds
 # it, against an installed copy through pkg-config; the harness runs it
