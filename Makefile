@@ -206,7 +206,7 @@ DEPS_EXTRA ?=
 DEPS_HOSTS := g++ libgoogle-perftools-dev libmimalloc-dev libjemalloc-dev \
               cmake python3
 
-.PHONY: all lib test test-run check deps install uninstall clean
+.PHONY: all lib test test-build test-run check deps install uninstall clean
 all: lib
 lib: $(STATIC) $(SHARED)
 
@@ -230,8 +230,11 @@ $(TEST_BIN): $(TEST_OBJ) $(STATIC)
 # The compile runs JOBS at once; the tests after it, one step at a time.
 test: DEPS_EXTRA = $(DEPS_EXAMPLES) $(DEPS_HOSTS)
 test: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) $(TEST_BIN)
+	@$(MAKE) --no-print-directory -j$(JOBS) test-build
 	@$(MAKE) --no-print-directory test-run
+
+# What make test runs, built and not run (the fragments add their programs).
+test-build: $(TEST_BIN)
 
 test-run: $(TEST_BIN)
 	$(if $(SAN),,sh tests/install_test.sh)

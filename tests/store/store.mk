@@ -39,6 +39,7 @@ store-crash-quick: $(STORE_CRASH_BIN)
 
 # Before the Criterion suite, so that its summary is still printed last.
 test-run: store-crash-quick
+test-build: $(STORE_CRASH_BIN)
 store-crash-quick: | $(TEST_BIN)
 
 # `make memcheck` (tests/extra.mk) builds the test binary in
