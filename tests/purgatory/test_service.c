@@ -97,7 +97,9 @@ Test(purgatory_service, completed_by_another_thread_cancels_its_timeout)
 
     preq_init(&t.r, p);
     t.r.op.on_complete = complete_records_thread;
-    cr_assert_eq(tw_purgatory_watch(p, &t.r.op, &k, 1, 50 * MS), 0);
+    /* Long enough that the checker's thread comes first under valgrind on
+     * a loaded machine too (50 ms did not, once). */
+    cr_assert_eq(tw_purgatory_watch(p, &t.r.op, &k, 1, 500 * MS), 0);
     atomic_store(&t.r.ready, true);
     cr_assert_eq(pthread_create(&th, NULL, check_in_thread, &c), 0);
     cr_assert_eq(pthread_join(th, NULL), 0);
@@ -107,7 +109,7 @@ Test(purgatory_service, completed_by_another_thread_cancels_its_timeout)
     stats_are(p, 1, 1, 0, 0, 0, 0, 0);
     /* Past the timeout, and past the service timer that was armed for it
      * (its run finds nothing due): nothing expired, nothing ran twice. */
-    sleep_ns(100 * MS);
+    sleep_ns(550 * MS);
     for (uint64_t end = now_ns() + 10 * SEC;; sleep_ns(MS)) {
         cr_assert_eq(tw_service_stats(s, &st), 0);
         if (st.pending == 0 || now_ns() > end)
