@@ -48,17 +48,6 @@ static int write_cmp(const void *a, const void *b)
     return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-/* The sorted notes visit the batch's entries in key order, which is not
- * the order they lie in memory, and a batch of a few thousand outgrows
- * the cache between the passes: ask for the entry a few notes ahead. */
-#define PREFETCH_AHEAD 8
-
-static void prefetch_entry(const struct tw_store *s, size_t i)
-{
-    if (i < s->nwrites)
-        __builtin_prefetch(s->wq[s->writes[i].idx].e);
-}
-
 /* The notes, sorted, into the write batch. */
 static void fill_batch(struct tw_store *s)
 {
@@ -68,8 +57,6 @@ static void fill_batch(struct tw_store *s)
     for (size_t i = 0; i < s->nwrites; i++) {
         const struct tw__write *w = &s->writes[i];
         const struct tw__entry *e = s->wq[w->idx].e;
-
-        prefetch_entry(s, i + PREFETCH_AHEAD);
 
         tw__key_encode(key, w->id);
         if (w->del)
@@ -203,11 +190,9 @@ static void apply(struct tw_store *s, struct tw__op *ops, size_t n)
                 tw__window_drop(s, op->e);
         }
     }
-    for (size_t i = 0; i < s->nwrites; i++) {
-        prefetch_entry(s, i + PREFETCH_AHEAD);
+    for (size_t i = 0; i < s->nwrites; i++)
         if (!s->writes[i].del)
             apply_schedule(s, &s->wq[s->writes[i].idx], now);
-    }
 }
 
 static void undo(struct tw_store *s, struct tw__op *ops, size_t n, int rc)
