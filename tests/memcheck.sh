@@ -19,9 +19,10 @@ shift 4
 [ "$1" = -- ] && shift
 
 rm -rf "$logs" && mkdir -p "$logs"
+"$bin" --list > "$logs/list.txt"
 # "suite/test" for every test of the binary, in its order.
-"$bin" --list | sed -n 's/^\([A-Za-z0-9_]*\): [0-9]* tests*$/S \1/p
-    s/^[^A-Za-z0-9_]* \([A-Za-z0-9_]*\)$/T \1/p' |
+sed -n 's/^\([A-Za-z0-9_]*\): [0-9]* tests*$/S \1/p
+    s/^[^A-Za-z0-9_]* \([A-Za-z0-9_]*\)$/T \1/p' "$logs/list.txt" |
     awk '$1 == "S" { s = $2; next } { print s "/" $2 }' |
     grep -Ev "$exclude" > "$logs/tests.txt" || true
 total=$(wc -l < "$logs/tests.txt")
@@ -31,7 +32,7 @@ total=$(wc -l < "$logs/tests.txt")
 # far, biggest suites first. A suite that lost tests to EXCLUDE is named
 # test by test, a whole one as "suite/*" (Criterion's pattern has a length
 # limit, about 4 kB).
-"$bin" --list | sed -n 's/^\([A-Za-z0-9_]*\): \([0-9]*\) tests*$/\1 \2/p' > "$logs/suites.txt"
+sed -n 's/^\([A-Za-z0-9_]*\): \([0-9]*\) tests*$/\1 \2/p' "$logs/list.txt" > "$logs/suites.txt"
 awk -v n="$jobs" '
     FILENAME == ARGV[1] { listed[$1] = $2; next }
     { split($0, p, "/"); kept[p[1]]++; names[p[1]] = names[p[1]] "|" $0 }

@@ -75,63 +75,48 @@ static int fault_hits(int fd)
     }                                                                          \
     *(void **)&real = sym_
 
+/* The armed fault's answer for a call on fd, if it hits. */
+#define FAIL_IF_ARMED(fd)                                                      \
+    do {                                                                       \
+        int err_ = fault_hits(fd);                                             \
+        if (err_) {                                                            \
+            errno = err_;                                                      \
+            return -1;                                                         \
+        }                                                                      \
+    } while (0)
+
 ssize_t write(int fd, const void *buf, size_t n)
 {
     REAL(ssize_t, "write", int, const void *, size_t);
-    int err = fault_hits(fd);
-
-    if (err) {
-        errno = err;
-        return -1;
-    }
+    FAIL_IF_ARMED(fd);
     return real(fd, buf, n);
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
     REAL(ssize_t, "pwrite", int, const void *, size_t, off_t);
-    int err = fault_hits(fd);
-
-    if (err) {
-        errno = err;
-        return -1;
-    }
+    FAIL_IF_ARMED(fd);
     return real(fd, buf, n, off);
 }
 
 ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
     REAL(ssize_t, "writev", int, const struct iovec *, int);
-    int err = fault_hits(fd);
-
-    if (err) {
-        errno = err;
-        return -1;
-    }
+    FAIL_IF_ARMED(fd);
     return real(fd, iov, cnt);
 }
 
 int fsync(int fd)
 {
     REAL(int, "fsync", int);
-    int err = fault_hits(fd);
-
-    if (err) {
-        errno = err;
-        return -1;
-    }
+    FAIL_IF_ARMED(fd);
     return real(fd);
 }
 
 int fdatasync(int fd)
 {
     REAL(int, "fdatasync", int);
-    int err = fault_hits(fd);
-
-    if (err) {
-        errno = err;
-        return -1;
-    }
+    FAIL_IF_ARMED(fd);
     return real(fd);
 }
 
